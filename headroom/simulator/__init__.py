@@ -1,0 +1,1 @@
+"""A vLLM stand-in on simulated GPUs. Imports nothing else of Headroom."""

@@ -1,0 +1,1 @@
+"""Textual themes: dark (default), light and high-contrast."""
