@@ -1,0 +1,364 @@
+"""The Headroom Textual app and its entry points.
+
+`HeadroomApp` owns the `Store`; data arrives only through messages posted by worker loops
+(one per probe), so widgets never block and a failing probe only greys out its own panel.
+Each loop waits for its previous read to finish before sleeping for the interval, so scrapes
+never overlap. Screens are Textual modes switched with the number keys; only the visible
+screen redraws when data arrives, and a screen draws itself fully from the store when shown.
+
+Entry points used by the CLI: `run_attach` (headroom attach), `run_serve` (headroom serve),
+and `HeadroomApp` itself (headroom demo, tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
+from headroom.tui import messages as msg
+from headroom.tui.screens import SCREEN_TITLES, make_modes
+from headroom.tui.sources import DataSources, LiveSources
+from headroom.tui.store import Store
+
+LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
+DOCTOR_MIN_S = 2.0  # the doctor re-runs at most this often, and only when inputs changed
+
+
+class HeadroomApp(App[int]):
+    """Watches one vLLM server: dashboard, GPUs, topology, doctor, logs, runs, bench."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "Headroom"
+    MODES = make_modes()
+    BINDINGS = [
+        *[
+            Binding(str(number), f"show('{mode}')", title, show=False)
+            for number, (mode, title) in enumerate(SCREEN_TITLES.items(), start=1)
+        ],
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+        Binding("t", "next_theme", "Theme", show=False),
+    ]
+
+    def __init__(
+        self,
+        sources: DataSources,
+        *,
+        interval: float = 1.0,
+        theme: str | None = None,
+        start_screen: str = "dashboard",
+    ) -> None:
+        super().__init__()
+        self.sources = sources
+        self.interval = max(0.1, float(interval))
+        self.store = Store(server=sources.server_info())
+        sources.prime(self.store)
+        self._start_screen = start_screen
+        for registered in THEMES.values():
+            self.register_theme(registered)
+        self.theme = resolve_theme_name(theme)
+        self._data_version = 0  # bumps when doctor inputs change
+        self._diagnosed_version = -1
+        self.restart_in_progress = False
+
+    # -- start-up -----------------------------------------------------------------------
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # Headroom's own variables, so a non-Headroom theme picked in the palette still works.
+        return dict(THEMES[DEFAULT_THEME].variables)
+
+    def on_mount(self) -> None:
+        self.switch_mode(self._start_screen)
+        self._start_loops()
+
+    def _start_loops(self) -> None:
+        self._server_loop()
+        self._metrics_loop()
+        self._gpu_loop()
+        self._topology_once()
+        self._log_loop()
+        self._doctor_loop()
+        self._runs_once()
+
+    async def _repeat(self, name: str, read, post, every: float) -> None:
+        """Run `read` forever (once for recorded sources), posting what it returns.
+        The next read starts only after this one finished: a slow probe delays itself and
+        nothing else."""
+        while True:
+            started = asyncio.get_running_loop().time()
+            try:
+                result = await read()
+            except ImportError as exc:
+                self.post_message(msg.ProbeFailed(name, f"{exc.name or 'module'} not available"))
+                return
+            except Exception as exc:  # a probe bug must not take the dashboard down
+                self.post_message(msg.ProbeFailed(name, f"{type(exc).__name__}: {exc}"))
+            else:
+                if result is not None:
+                    post(result)
+            if self.sources.one_shot:
+                return
+            elapsed = asyncio.get_running_loop().time() - started
+            await asyncio.sleep(max(0.0, every - elapsed))
+
+    @work(exclusive=True, group="server", exit_on_error=False)
+    async def _server_loop(self) -> None:
+        try:
+            await self.sources.start()
+        except Exception as exc:
+            self.post_message(msg.ServerStateChanged("failed", f"could not start: {exc}"))
+
+        def post(result: tuple[str, str | None]) -> None:
+            state, detail = result
+            server = self.store.server
+            if (state, detail) != (server.state, server.detail):
+                self.post_message(msg.ServerStateChanged(state, detail))
+
+        await self._repeat("server", self.sources.read_server_state, post, min(self.interval, 0.5))
+
+    @work(exclusive=True, group="metrics", exit_on_error=False)
+    async def _metrics_loop(self) -> None:
+        await self._repeat(
+            "metrics",
+            self.sources.scrape_metrics,
+            lambda snap: self.post_message(msg.MetricsScraped(snap)),
+            self.interval,
+        )
+
+    @work(exclusive=True, group="gpus", exit_on_error=False)
+    async def _gpu_loop(self) -> None:
+        if not self.sources.gpus_local:
+            reason = self.sources.gpus_remote_reason or "GPUs not local"
+            self.post_message(msg.ProbeFailed("gpus", reason))
+            self.post_message(msg.ProbeFailed("topology", reason))
+            return
+        await self._repeat(
+            "gpus",
+            self.sources.sample_gpus,
+            lambda snap: self.post_message(msg.GpusSampled(snap)),
+            self.interval,
+        )
+
+    @work(exclusive=True, group="topology", exit_on_error=False)
+    async def _topology_once(self) -> None:
+        if not self.sources.gpus_local:
+            return
+        try:
+            result = await self.sources.read_topology()
+        except ImportError as exc:
+            self.post_message(msg.ProbeFailed("topology", f"{exc.name} not available"))
+            return
+        except Exception as exc:
+            self.post_message(msg.ProbeFailed("topology", f"{type(exc).__name__}: {exc}"))
+            return
+        if result is not None:
+            self.post_message(msg.TopologyRead(*result))
+
+    @work(exclusive=True, group="logs", exit_on_error=False)
+    async def _log_loop(self) -> None:
+        def post(lines: list[str]) -> None:
+            if lines:
+                self.store.add_log_lines(lines)
+                self.post_message(msg.LogLinesPending())
+
+        await self._repeat("logs", self.sources.read_log_lines, post, LOG_POLL_S)
+
+    @work(exclusive=True, group="doctor", exit_on_error=False)
+    async def _doctor_loop(self) -> None:
+        async def read() -> Any:
+            if self._data_version == self._diagnosed_version:
+                return None
+            self._diagnosed_version = self._data_version
+            # The doctor is pure but may take a moment: run it on a thread over a copy,
+            # so the UI thread is never held and the deques are not mutated under it.
+            view = dataclasses.replace(
+                self.store, metrics_history=deque(tuple(self.store.metrics_history))
+            )
+            return await asyncio.to_thread(self.sources.diagnose, view)
+
+        await self._repeat(
+            "doctor",
+            read,
+            lambda d: self.post_message(msg.DiagnosisMade(d)),
+            max(self.interval, DOCTOR_MIN_S),
+        )
+
+    @work(exclusive=True, group="runs", exit_on_error=False)
+    async def _runs_once(self) -> None:
+        try:
+            records = await self.sources.read_runs()
+        except ImportError as exc:
+            self.post_message(msg.ProbeFailed("runs", f"{exc.name} not available"))
+            return
+        except Exception as exc:
+            self.post_message(msg.ProbeFailed("runs", f"{type(exc).__name__}: {exc}"))
+            return
+        if records is not None:
+            self.post_message(msg.RunsLoaded(list(records)))
+
+    # -- message handlers: update the store, redraw what is visible -----------------------
+    def _redraw(self, what: str) -> None:
+        for screen in self.screen_stack[-2:]:  # the visible screen and the one under a modal
+            show = getattr(screen, "show", None)
+            if show is not None:
+                show(self.store, what)
+
+    @on(msg.MetricsScraped)
+    def _on_metrics(self, message: msg.MetricsScraped) -> None:
+        self.store.record_metrics(message.snapshot, self.sources.clock())
+        self._data_version += 1
+        self._redraw("metrics")
+
+    @on(msg.GpusSampled)
+    def _on_gpus(self, message: msg.GpusSampled) -> None:
+        self.store.record_gpus(message.snapshot)
+        self._data_version += 1
+        self._redraw("gpus")
+
+    @on(msg.TopologyRead)
+    def _on_topology(self, message: msg.TopologyRead) -> None:
+        self.store.topology, self.store.verdicts = message.matrix, message.verdicts
+        self.store.unavailable.pop("topology", None)
+        self._redraw("topology")
+
+    @on(msg.LogLinesPending)
+    def _on_log_lines(self, message: msg.LogLinesPending) -> None:
+        new = self.store.take_log_lines()
+        self._data_version += 1
+        self._redraw_logs(new)
+
+    def _redraw_logs(self, new: list[str]) -> None:
+        for screen in self.screen_stack[-2:]:
+            append = getattr(screen, "append_log_lines", None)
+            if append is not None:
+                append(new)
+
+    @on(msg.DiagnosisMade)
+    def _on_diagnosis(self, message: msg.DiagnosisMade) -> None:
+        self.store.diagnosis = message.diagnosis
+        self.store.unavailable.pop("doctor", None)
+        self._redraw("doctor")
+
+    @on(msg.ServerStateChanged)
+    def _on_server_state(self, message: msg.ServerStateChanged) -> None:
+        server = self.store.server
+        if message.state in {"ready", "degraded"} and server.state not in {"ready", "degraded"}:
+            server.up_since = self.sources.clock()
+        elif message.state not in {"ready", "degraded"}:
+            server.up_since = None
+        server.state, server.detail = message.state, message.detail
+        command = getattr(getattr(self.sources, "supervisor", None), "command", None)
+        if command is not None:  # a restart changes the command; show the one running
+            server.command = command
+            server.model = getattr(command, "model", None) or server.model
+        self._data_version += 1
+        self._redraw("server")
+
+    @on(msg.RunsLoaded)
+    def _on_runs(self, message: msg.RunsLoaded) -> None:
+        self.store.runs = message.records
+        self.store.unavailable.pop("runs", None)
+        self._redraw("runs")
+
+    @on(msg.ProbeFailed)
+    def _on_probe_failed(self, message: msg.ProbeFailed) -> None:
+        self.store.unavailable[message.probe] = message.reason
+        self._redraw(message.probe)
+
+    # -- actions ---------------------------------------------------------------------------
+    def action_show(self, mode: str) -> None:
+        if mode != self.current_mode:
+            self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        from headroom.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_next_theme(self) -> None:
+        names = list(THEMES)
+        current = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(current + 1) % len(names)]
+
+    def propose_action(self, action: Any) -> None:
+        """Open the restart dialog for a doctor action (called by the Doctor screen)."""
+        from headroom.tui.screens.restart import RestartDialog, plan_restart
+
+        plan = plan_restart(self.store.server.command, action)
+        self.push_screen(RestartDialog(plan, can_restart=self.sources.can_restart))
+
+    @work(exclusive=True, group="restart", exit_on_error=False)
+    async def run_restart(self, changes: dict[str, object]) -> None:
+        """Called by the restart dialog once the user confirmed."""
+        self.restart_in_progress = True
+
+        def progress(step: str, status: str, detail: str | None = None) -> None:
+            self.post_message_to_dialog(msg.RestartProgressed(step, status, detail))
+
+        try:
+            ok, rolled_back, detail = await self.sources.restart(changes, progress)
+        except Exception as exc:
+            ok, rolled_back, detail = False, False, f"{type(exc).__name__}: {exc}"
+        finally:
+            self.restart_in_progress = False
+        self.post_message_to_dialog(msg.RestartFinished(ok, rolled_back, detail))
+        self._data_version += 1
+
+    def post_message_to_dialog(self, message: Any) -> None:
+        from headroom.tui.screens.restart import RestartDialog
+
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, RestartDialog):
+                screen.post_message(message)
+                return
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for name in THEMES:
+            yield SystemCommand(
+                f"Theme: {name}", f"switch to the {name} theme", lambda n=name: self._set_theme(n)
+            )
+        for number, (mode, title) in enumerate(SCREEN_TITLES.items(), start=1):
+            yield SystemCommand(
+                f"Screen: {title}",
+                f"show the {title} screen (key {number})",
+                lambda m=mode: self.action_show(m),
+            )
+
+    def _set_theme(self, name: str) -> None:
+        self.theme = name
+
+    async def on_unmount(self) -> None:
+        try:
+            await self.sources.close()
+        except Exception:  # closing must never turn a clean quit into a traceback
+            pass
+
+
+def run_attach(
+    url: str, interval: float = 1.0, theme: str | None = None, log_from: Any = None
+) -> int:
+    """`headroom attach URL`: the dashboard for a server Headroom does not manage.
+    `log_from` is a path to the server's log file, followed for the Logs screen and doctor."""
+    sources = LiveSources(url, log_path=str(log_from) if log_from else None)
+    app = HeadroomApp(sources, interval=interval, theme=theme)
+    result = app.run()
+    return int(result or 0)
+
+
+def run_serve(supervisor: Any, interval: float = 1.0, theme: str | None = None) -> int:
+    """`headroom serve`: the dashboard over a `Supervisor`; starts it if it is not running.
+    Stopping the server on exit is the caller's job (it owns the supervisor)."""
+    sources = LiveSources(supervisor=supervisor)
+    app = HeadroomApp(sources, interval=interval, theme=theme)
+    result = app.run()
+    return int(result or 0)

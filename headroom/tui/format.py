@@ -1,0 +1,120 @@
+"""Formatting of probe values for display. Every function takes `None` and returns "N/A":
+a value a probe could not read is shown as missing, never as zero and never as a crash."""
+
+from __future__ import annotations
+
+import math
+
+NA = "N/A"
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def percent(fraction: float | None, digits: int = 0) -> str:
+    """0..1 -> '42%'."""
+    if _missing(fraction):
+        return NA
+    return f"{fraction * 100:.{digits}f}%"
+
+
+def count(value: float | int | None) -> str:
+    """Whole numbers with thin grouping: 123456 -> '123,456'; floats rounded."""
+    if _missing(value):
+        return NA
+    return f"{round(value):,}"
+
+
+def compact(value: float | int | None) -> str:
+    """Large counts in few characters: 1234567 -> '1.2M'."""
+    if _missing(value):
+        return NA
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:.1f}{suffix}"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def rate(value: float | None, unit: str = "/s") -> str:
+    if _missing(value):
+        return NA
+    return f"{compact(value)}{unit}"
+
+
+def gib(num_bytes: int | float | None, digits: int = 1) -> str:
+    """Bytes -> GiB, the unit vLLM's own log uses."""
+    if _missing(num_bytes):
+        return NA
+    return f"{num_bytes / 2**30:.{digits}f} GiB"
+
+
+def seconds_as_latency(seconds: float | None) -> str:
+    """Latency in the unit that reads best: 0.0123 -> '12 ms', 1.5 -> '1.50 s'."""
+    if _missing(seconds):
+        return NA
+    if seconds < 1:
+        ms = seconds * 1000
+        return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
+    return f"{seconds:.2f} s"
+
+
+def latency_pair(latency: object | None) -> str:
+    """p50 / p95 of a `Latency`, or '< 10 ms (mean 3.2 ms)' when every observation fell
+    below the first histogram bucket: vLLM's ITL buckets start at 10 ms, so a quantile
+    there would be made up; the mean from _sum/_count is honest."""
+    if latency is None:
+        return NA
+    if getattr(latency, "below_first_bucket", False):
+        mean = getattr(latency, "mean", None)
+        suffix = f" (mean {seconds_as_latency(mean)})" if not _missing(mean) else ""
+        return f"< 10 ms{suffix}"
+    p50, p95 = getattr(latency, "p50", None), getattr(latency, "p95", None)
+    if _missing(p50) and _missing(p95):
+        return NA
+    return f"{seconds_as_latency(p50)} / {seconds_as_latency(p95)}"
+
+
+def duration(seconds: float | None) -> str:
+    """Uptime-style: 59 -> '59s', 3700 -> '1h01m'."""
+    if _missing(seconds) or seconds < 0:
+        return NA
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d{hours:02d}h"
+
+
+def watts(value: float | None) -> str:
+    return NA if _missing(value) else f"{value:.0f} W"
+
+
+def flag_value(value: object | None) -> str:
+    """A vLLM flag value as the user would type it; None = flag absent (vLLM's default)."""
+    if value is None:
+        return "(default)"
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    return str(value)
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A text bar of `width` cells using eighth blocks, for gauges in narrow terminals."""
+    if width <= 0:
+        return ""
+    if _missing(fraction):
+        return "·" * width
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, rest = divmod(eighths, 8)
+    partial = " ▏▎▍▌▋▊▉"[rest].strip() if rest else ""
+    return ("█" * full + partial).ljust(width, "·")[:width]

@@ -1,0 +1,59 @@
+"""The base every Headroom screen shares: a status bar on top, the footer of keys below,
+and `show(store, what)`, called by the app when data arrives while the screen is visible."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from headroom.tui.screens import SCREEN_TITLES
+from headroom.tui.store import Store
+from headroom.tui.widgets.status_bar import StatusBar
+
+
+class HeadroomScreen(Screen):
+    """A data screen. Subclasses implement `compose_body` and `show`."""
+
+    MODE = "dashboard"
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(SCREEN_TITLES[self.MODE], list(SCREEN_TITLES).index(self.MODE) + 1)
+        yield from self.compose_body()
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    @property
+    def store(self) -> Store:
+        return self.app.store  # type: ignore[attr-defined]
+
+    def clock(self) -> float:
+        return self.app.sources.clock()  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.show(self.store, "all")
+
+    def on_screen_resume(self) -> None:
+        self.show(self.store, "all")
+
+    def show(self, store: Store, what: str) -> None:
+        """Redraw from the store. `what` names the probe that changed ("all" on resume)."""
+        if what in {"all", "metrics", "server"}:
+            self.query_one(StatusBar).update_from(store, self.clock())
+        self.show_body(store, what)
+
+    def show_body(self, store: Store, what: str) -> None:
+        pass
+
+    def unavailable(self, store: Store, probe: str) -> str | None:
+        return store.unavailable.get(probe)
+
+
+def server_has_gpus_remote(app: Any) -> str | None:
+    """Why GPU panels are empty because the server is on another machine, or None."""
+    sources = app.sources
+    return None if sources.gpus_local else sources.gpus_remote_reason

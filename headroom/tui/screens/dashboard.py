@@ -1,0 +1,65 @@
+"""Screen 1, the dashboard: everything that matters about the server on one page."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+
+from headroom.tui.screens.base import HeadroomScreen
+from headroom.tui.store import Store
+from headroom.tui.widgets.finding_line import FindingLine
+from headroom.tui.widgets.gpu_strip import GpuStrip
+from headroom.tui.widgets.kv_panel import KvPanel
+from headroom.tui.widgets.server_facts import ServerFacts
+from headroom.tui.widgets.serving_stats import ServingStats
+
+
+class DashboardScreen(HeadroomScreen):
+    """State, flags, KV cache, serving figures, GPU strip and the doctor's top finding."""
+
+    MODE = "dashboard"
+
+    def compose_body(self) -> ComposeResult:
+        yield ServerFacts()
+        with VerticalScroll(id="dashboard-body"):
+            yield KvPanel(classes="panel")
+            yield ServingStats(classes="panel")
+            yield GpuStrip(classes="panel")
+        yield FindingLine()
+
+    def show_body(self, store: Store, what: str) -> None:
+        engine = _engine(store)
+        metrics_reason = _metrics_reason(store)
+        if what in {"all", "metrics", "server"}:
+            self.query_one(ServerFacts).show(store.server.command, engine)
+            self.query_one(KvPanel).show(engine, list(store.kv_history), metrics_reason)
+            self.query_one(ServingStats).show(engine, metrics_reason)
+        if what in {"all", "gpus"}:
+            self.query_one(GpuStrip).show(store.gpus, store.unavailable.get("gpus"))
+        if what in {"all", "doctor"}:
+            self.query_one(FindingLine).show(store.diagnosis, store.unavailable.get("doctor"))
+
+    def on_resize(self) -> None:
+        # The gauge and the GPU strip lay out by width.
+        self.show(self.store, "all")
+
+
+def _engine(store: Store):
+    """The totals to show, or None when the last scrape had nothing usable."""
+    metrics = store.metrics
+    if metrics is None or getattr(metrics, "state", None) != "up":
+        return None
+    return metrics.total
+
+
+def _metrics_reason(store: Store) -> str | None:
+    if "metrics" in store.unavailable:
+        return store.unavailable["metrics"]
+    metrics = store.metrics
+    if metrics is None:
+        if store.server.url is None:
+            return "no server URL"
+        return None
+    if metrics.state != "up":
+        return metrics.message or f"server {metrics.state}"
+    return None

@@ -1,0 +1,257 @@
+"""Where the TUI's data comes from.
+
+`DataSources` is the one interface the app talks to: a method per probe, each async and
+each allowed to return `None` ("this source has no such data"). The app runs every method in
+its own worker loop and turns results into messages, so a slow or broken probe only marks its
+own panel unavailable.
+
+- `LiveSources`: the real probes (metrics over HTTP, NVML, topology, a log file, the doctor),
+  optionally with a `Supervisor` for state, logs and restarts.
+- `headroom.tui.recorded.RecordedSources`: fixed data and a fixed clock, for snapshot tests.
+
+Probe modules are imported lazily: a missing or broken one becomes "unavailable: why" on
+its panel instead of stopping the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from headroom.tui.log_tail import FileTail
+from headroom.tui.store import ServerInfo, Store
+
+ProgressCallback = Callable[[str, str, str | None], None]
+
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]", ""}
+
+
+def url_is_local(url: str | None) -> bool:
+    """True when the server at `url` runs on this machine, so this machine's GPUs are its GPUs."""
+    if not url:
+        return True
+    host = (urlsplit(url if "//" in url else f"http://{url}").hostname or "").lower()
+    if host in LOCAL_HOSTS or host.startswith("127."):
+        return True
+    try:
+        names = {socket.gethostname().lower(), socket.getfqdn().lower()}
+    except OSError:
+        names = set()
+    return host in names
+
+
+class DataSources:
+    """Base class: a source with nothing. Subclasses override what they can provide."""
+
+    one_shot = False  # True: each loop runs once (recorded data does not change)
+    gpus_local = True
+    gpus_remote_reason: str | None = None
+    can_restart = False
+
+    def clock(self) -> float:
+        return time.monotonic()
+
+    def server_info(self) -> ServerInfo:
+        return ServerInfo()
+
+    def prime(self, store: Store) -> None:
+        """Fill the store before the first draw (recorded histories); live sources do nothing."""
+
+    async def start(self) -> None:
+        """Called once when the app starts (e.g. launch a supervised server)."""
+
+    async def scrape_metrics(self) -> Any:
+        return None
+
+    async def sample_gpus(self) -> Any:
+        return None
+
+    async def read_topology(self) -> tuple[Any, list[Any]] | None:
+        return None
+
+    async def read_log_lines(self) -> list[str]:
+        return []
+
+    async def read_server_state(self) -> tuple[str, str | None] | None:
+        """(state, detail) of a supervised server; None when not supervised."""
+        return None
+
+    def diagnose(self, store: Store) -> Any:
+        return None
+
+    async def read_runs(self) -> list[Any] | None:
+        return None
+
+    async def restart(
+        self, changes: dict[str, object], progress: ProgressCallback
+    ) -> tuple[bool, bool, str | None]:
+        """Restart with `changes` applied; report steps through `progress`.
+        Returns (ok, rolled_back, detail)."""
+        return False, False, "this session does not manage the server (attached only)"
+
+    async def close(self) -> None:
+        """Release clients and stop what `start` launched."""
+
+
+def _missing_module(exc: ImportError) -> str:
+    return f"{exc.name or 'a probe module'} is not available in this build"
+
+
+class LiveSources(DataSources):
+    """The real probes. `url` is the server's base URL; `log_path` a vLLM log file to follow;
+    `supervisor` a `headroom.supervisor.Supervisor` (state, log, restarts, journal)."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        log_path: str | None = None,
+        supervisor: Any = None,
+        window_s: float = 60.0,
+    ) -> None:
+        self.supervisor = supervisor
+        self.url = url or getattr(supervisor, "url", None)
+        self.window_s = window_s
+        self.gpus_local = supervisor is not None or url_is_local(self.url)
+        if not self.gpus_local:
+            host = urlsplit(self.url if "//" in self.url else f"http://{self.url}").hostname
+            self.gpus_remote_reason = (
+                f"GPUs not local: the server runs on {host}; this machine's GPUs are not its GPUs"
+            )
+        self.can_restart = supervisor is not None
+        self._log_path = log_path
+        self._tail: FileTail | None = FileTail(log_path) if log_path else None
+        self._digest: Any = None
+        self._metrics_probe: Any = None
+        self._nvml_probe: Any = None
+        self._nvml_error: str | None = None
+
+    # -- server -----------------------------------------------------------------------
+    def server_info(self) -> ServerInfo:
+        sup = self.supervisor
+        command = getattr(sup, "command", None)
+        model = getattr(command, "model", None)
+        return ServerInfo(url=self.url, model=model, command=command, supervised=sup is not None)
+
+    async def start(self) -> None:
+        if self.supervisor is not None and hasattr(self.supervisor, "start"):
+            state = str(getattr(self.supervisor, "state", "")).lower()
+            if state in {"", "stopped", "serverstate.stopped"}:
+                await self.supervisor.start()
+
+    async def read_server_state(self) -> tuple[str, str | None] | None:
+        if self.supervisor is None:
+            return None
+        state = getattr(self.supervisor, "state", None)
+        value = getattr(state, "value", state)
+        detail = getattr(self.supervisor, "last_error", None)
+        return (str(value).lower() if value is not None else "unknown", detail)
+
+    # -- metrics ------------------------------------------------------------------------
+    async def scrape_metrics(self) -> Any:
+        if not self.url:
+            return None
+        if self._metrics_probe is None:
+            from headroom.probes.metrics import MetricsProbe
+
+            self._metrics_probe = MetricsProbe(self.url, window_s=self.window_s)
+        return await self._metrics_probe.scrape()
+
+    # -- GPUs ---------------------------------------------------------------------------
+    async def sample_gpus(self) -> Any:
+        if not self.gpus_local:
+            return None
+        if self._nvml_probe is None:
+            from headroom.probes.nvml import NvmlProbe
+
+            self._nvml_probe = NvmlProbe()
+        return await self._nvml_probe.sample()
+
+    async def read_topology(self) -> tuple[Any, list[Any]] | None:
+        if not self.gpus_local:
+            return None
+        from headroom.probes.topology import read_topology, tp_verdicts
+
+        nvml = getattr(self._nvml_probe, "nvml", None)
+        matrix = await read_topology(nvml)
+        tp = self._tp_size()
+        verdicts = tp_verdicts(matrix, [tp] if tp else None)
+        return matrix, list(verdicts)
+
+    def _tp_size(self) -> int | None:
+        command = getattr(self.supervisor, "command", None)
+        if command is None:
+            return None
+        try:
+            value = command.get("tensor_parallel_size", 1)
+            return int(value) if value else 1
+        except (TypeError, ValueError):
+            return None
+
+    # -- logs ---------------------------------------------------------------------------
+    async def read_log_lines(self) -> list[str]:
+        if self._tail is None and self.supervisor is not None:
+            path = getattr(self.supervisor, "log_path", None)
+            if path:
+                self._tail = FileTail(path)
+        if self._tail is None:
+            return []
+        lines = await asyncio.to_thread(self._tail.read_new)
+        if lines and self.supervisor is None:
+            self._feed_digest(lines)
+        return lines
+
+    def _feed_digest(self, lines: list[str]) -> None:
+        if self._digest is None:
+            from headroom.probes.vllm_log import LogDigest
+
+            self._digest = LogDigest()
+        for line in lines:
+            self._digest.feed(line)
+
+    # -- doctor -------------------------------------------------------------------------
+    def diagnose(self, store: Store) -> Any:
+        from headroom.doctor import DoctorInputs, diagnose
+
+        digest = getattr(self.supervisor, "digest", None) or self._digest
+        inputs = DoctorInputs(
+            command=getattr(self.supervisor, "command", None),
+            log=digest,
+            metrics_history=tuple(store.metrics_history)[-60:],
+            gpus=store.gpus if self.gpus_local else None,
+            topology=store.topology,
+        )
+        return diagnose(inputs)
+
+    # -- journal ------------------------------------------------------------------------
+    async def read_runs(self) -> list[Any] | None:
+        journal = getattr(self.supervisor, "journal", None)
+        if journal is None:
+            from headroom.supervisor import Journal
+
+            journal = Journal()
+        return await asyncio.to_thread(journal.records)
+
+    # -- restart ------------------------------------------------------------------------
+    async def restart(
+        self, changes: dict[str, object], progress: ProgressCallback
+    ) -> tuple[bool, bool, str | None]:
+        if self.supervisor is None:
+            return await super().restart(changes, progress)
+        from headroom.tui.restart_driver import drive_restart
+
+        return await drive_restart(self.supervisor, changes, progress)
+
+    async def close(self) -> None:
+        probe = self._metrics_probe
+        closer = getattr(probe, "aclose", None) or getattr(probe, "close", None)
+        if closer is not None:
+            result = closer()
+            if asyncio.iscoroutine(result):
+                await result
+        if self.supervisor is not None and getattr(self.supervisor, "_headroom_owned", False):
+            await self.supervisor.stop()

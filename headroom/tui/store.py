@@ -1,0 +1,95 @@
+"""The app's single copy of what the probes last said, plus short histories.
+
+Handlers on the app write here; screens read from here when they redraw. Keeping one store
+(rather than each widget holding its own data) means a screen that was off-screen can draw
+itself completely the moment it is shown.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+HISTORY = 120  # samples kept for sparklines: two minutes at the default 1 s interval
+LOG_KEEP = 5000  # log lines kept in memory for the Logs screen
+
+
+@dataclass
+class ServerInfo:
+    """What Headroom knows about the server it watches, beyond /metrics."""
+
+    url: str | None = None
+    state: str = "unknown"  # supervisor state, or the metrics state when only attached
+    detail: str | None = None
+    model: str | None = None
+    command: Any = None  # headroom.cmdline.VllmCommand when known
+    up_since: float | None = None  # clock() value when the server was first seen up
+    supervised: bool = False
+
+
+@dataclass
+class Store:
+    """Latest probe results and histories. `None` means "not read yet"; a probe that cannot
+    read anything records why in `unavailable`."""
+
+    server: ServerInfo = field(default_factory=ServerInfo)
+    metrics: Any = None
+    metrics_history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    kv_history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    gpus: Any = None
+    gpu_util_history: dict[int, deque] = field(default_factory=dict)
+    gpu_mem_history: dict[int, deque] = field(default_factory=dict)
+    topology: Any = None
+    verdicts: list[Any] = field(default_factory=list)
+    log_lines: deque = field(default_factory=lambda: deque(maxlen=LOG_KEEP))
+    log_pending: list[str] = field(default_factory=list)
+    log_total: int = 0  # lines ever seen, so line numbers survive trimming
+    diagnosis: Any = None
+    runs: list[Any] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def record_metrics(self, snapshot: Any, now: float) -> None:
+        self.metrics = snapshot
+        self.metrics_history.append(snapshot)
+        usage = getattr(getattr(snapshot, "total", None), "kv_cache_usage", None)
+        state = getattr(snapshot, "state", None)
+        self.kv_history.append(usage if usage is not None else 0.0)
+        if state == "up":
+            self.unavailable.pop("metrics", None)
+            if self.server.up_since is None and not self.server.supervised:
+                self.server.up_since = now
+        elif not self.server.supervised:
+            self.server.up_since = None
+        if not self.server.supervised and state is not None:
+            self.server.state = state
+            self.server.detail = getattr(snapshot, "message", None)
+        model = getattr(getattr(snapshot, "total", None), "model_name", None)
+        if model is None:
+            models = getattr(snapshot, "models", ()) or ()
+            model = getattr(models[0], "model_name", None) if models else None
+        if model and not self.server.model:
+            self.server.model = model
+
+    def record_gpus(self, snapshot: Any) -> None:
+        self.gpus = snapshot
+        if not getattr(snapshot, "available", False):
+            self.unavailable["gpus"] = getattr(snapshot, "reason", None) or "GPUs unreadable"
+            return
+        self.unavailable.pop("gpus", None)
+        for gpu in getattr(snapshot, "gpus", ()):
+            util = self.gpu_util_history.setdefault(gpu.index, deque(maxlen=HISTORY))
+            mem = self.gpu_mem_history.setdefault(gpu.index, deque(maxlen=HISTORY))
+            util.append((gpu.util_gpu or 0.0) / 100.0)
+            total, used = gpu.memory_total, gpu.memory_used
+            mem.append(used / total if total and used is not None else 0.0)
+
+    def add_log_lines(self, lines: list[str]) -> None:
+        self.log_pending.extend(lines)
+
+    def take_log_lines(self) -> list[str]:
+        """Move pending lines into the kept history and return them (for incremental draws)."""
+        lines, self.log_pending = self.log_pending, []
+        self.log_lines.extend(lines)
+        self.log_total += len(lines)
+        return lines

@@ -1,0 +1,1 @@
+"""Widgets shared by the screens. Each renders only from probe snapshots it is given."""

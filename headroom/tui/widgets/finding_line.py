@@ -1,0 +1,40 @@
+"""The doctor's top finding on one line, with its first action."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.markup import escape
+from textual.widgets import Static
+
+SEVERITY = {"error": ("$error", "✖"), "warning": ("$warning", "▲"), "info": ("$primary", "●")}
+
+
+def action_text(action: Any) -> str:
+    value = "" if action.value is None else f" to {action.value}"
+    return f"{action.direction} {action.knob}{value}"
+
+
+class FindingLine(Static):
+    """Top doctor finding and what to change; points at the Doctor screen (key 4)."""
+
+    DEFAULT_CSS = """
+    FindingLine { height: 1; }
+    """
+
+    def show(self, diagnosis: Any, unavailable: str | None) -> None:
+        if diagnosis is None:
+            reason = f"unavailable: {unavailable}" if unavailable else "no diagnosis yet"
+            self.update(f"[b]Doctor[/b] [$text-muted]{escape(reason)}[/]")
+            return
+        findings = [f for f in diagnosis.findings if f.severity in {"error", "warning"}]
+        if not findings:
+            self.update("[b]Doctor[/b] [$success]✔ nothing wrong found[/]")
+            return
+        top = findings[0]
+        colour, mark = SEVERITY.get(top.severity, SEVERITY["info"])
+        fix = f" → {escape(action_text(top.actions[0]))}" if top.actions else ""
+        more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
+        self.update(
+            f"[b]Doctor[/b] [{colour}]{mark} {escape(top.title)}[/]{fix}{more}  [$text-muted]4: details[/]"
+        )

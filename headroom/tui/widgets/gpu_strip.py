@@ -1,0 +1,60 @@
+"""The compact GPU strip on the dashboard: one cell per GPU, as many per line as fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Static
+
+from headroom.tui import format as fmt
+
+CELL_WIDTH = 38  # "0 ████████ 100% 79.1/79.6G 700W" plus a gap
+
+
+def _mem_fraction(gpu: Any) -> float | None:
+    if gpu.memory_total and gpu.memory_used is not None:
+        return gpu.memory_used / gpu.memory_total
+    return None
+
+
+def gpu_cell(gpu: Any) -> str:
+    if gpu.lost:
+        return f"[b]{gpu.index}[/b] [$error]lost (fell off the bus)[/]"
+    util = None if gpu.util_gpu is None else gpu.util_gpu / 100
+    mem = _mem_fraction(gpu)
+    mem_text = (
+        f"{gpu.memory_used / 2**30:.1f}/{gpu.memory_total / 2**30:.0f}G"
+        if mem is not None
+        else "mem N/A"
+    )
+    util_var = "$gauge-ok" if util is None or util < 0.95 else "$gauge-warn"
+    return (
+        f"[b]{gpu.index}[/b] [{util_var}]{fmt.bar(util, 6)}[/] {fmt.percent(util):>4} "
+        f"{mem_text:>11} {fmt.watts(gpu.power_w):>5}"
+    )
+
+
+class GpuStrip(Static):
+    """Utilization bar and percent, memory used/total and power for every GPU. Says
+    "unavailable" and why when there are no local GPUs to read."""
+
+    DEFAULT_CSS = """
+    GpuStrip { height: auto; }
+    """
+
+    def on_mount(self) -> None:
+        self.border_title = "GPUs  util · memory · power"
+
+    def show(self, snapshot: Any, unavailable: str | None) -> None:
+        if unavailable or snapshot is None or not getattr(snapshot, "available", False):
+            reason = unavailable or getattr(snapshot, "reason", None) or "not read yet"
+            self.update(f"[$text-muted]unavailable: {reason}[/]")
+            return
+        gpus = list(snapshot.gpus)
+        if not gpus:
+            self.update("[$text-muted]no GPUs found[/]")
+            return
+        per_line = max(1, (self.size.width or 78) // CELL_WIDTH)
+        cells = [gpu_cell(gpu) for gpu in gpus]
+        rows = ["   ".join(cells[i : i + per_line]) for i in range(0, len(cells), per_line)]
+        self.update("\n".join(rows))

@@ -1,0 +1,80 @@
+"""The KV-cache panel: the gauge, capacity and free tokens, headroom in requests, history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from headroom.tui import format as fmt
+
+WARN_AT = 0.80  # vLLM starts preempting near full; amber well before that
+FULL_AT = 0.95
+
+
+def gauge_variable(usage: float | None) -> str:
+    if usage is None:
+        return "$text-muted"
+    if usage >= FULL_AT:
+        return "$gauge-full"
+    if usage >= WARN_AT:
+        return "$gauge-warn"
+    return "$gauge-ok"
+
+
+class KvPanel(Vertical):
+    """KV cache usage as a gauge with capacity in tokens, free tokens, how many more
+    requests of the recent average size fit, and a usage sparkline."""
+
+    DEFAULT_CSS = """
+    KvPanel { height: auto; }
+    KvPanel > #kv-gauge { height: 1; }
+    KvPanel > #kv-detail { height: 1; }
+    KvPanel > Sparkline { height: 1; margin: 0 0; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="kv-gauge")
+        yield Static(id="kv-detail")
+        yield Sparkline([], id="kv-history", summary_function=max)
+
+    def on_mount(self) -> None:
+        self.border_title = "KV cache"
+
+    def show(self, engine: Any, history: list[float], unavailable: str | None) -> None:
+        gauge = self.query_one("#kv-gauge", Static)
+        detail = self.query_one("#kv-detail", Static)
+        sparkline = self.query_one("#kv-history", Sparkline)
+        if engine is None:
+            gauge.update(f"[$text-muted]unavailable: {unavailable or 'no scrape yet'}[/]")
+            detail.update("")
+            sparkline.data = []
+            return
+        usage = engine.kv_cache_usage
+        width = max(10, self.size.width - 12) if self.size.width else 40
+        colour = gauge_variable(usage)
+        gauge.update(f"[{colour}]{fmt.bar(usage, width)}[/] [b]{fmt.percent(usage):>4}[/b]")
+        detail.update(_detail_text(engine))
+        # Sparkline needs at least one value; a flat zero line says "idle" honestly.
+        sparkline.data = list(history) or [0.0]
+
+
+def _detail_text(engine: Any) -> str:
+    capacity = engine.kv_capacity_tokens
+    free = engine.kv_free_tokens
+    headroom = engine.headroom_requests
+    avg = engine.avg_request_tokens
+    parts = [
+        f"capacity [b]{fmt.count(capacity)}[/b] tok"
+        if capacity is not None
+        else "capacity unknown",
+        f"free [b]{fmt.count(free)}[/b] tok" if free is not None else "free N/A",
+    ]
+    if headroom is not None:
+        size = f" of {fmt.compact(avg)} tok" if avg else ""
+        parts.append(f"headroom [b]{headroom:.1f}[/b] req{size}")
+    else:
+        parts.append("headroom N/A")
+    return "  ".join(parts)

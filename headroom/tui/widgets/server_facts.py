@@ -1,0 +1,59 @@
+"""The flags that matter, on one line: TP, PP, max_model_len, gpu_memory_utilization,
+kv_cache_dtype. From the command line when Headroom launched the server, otherwise from
+what /metrics reveals (cache_config_info)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from headroom.tui import format as fmt
+
+FLAGS = (
+    ("tensor_parallel_size", "TP"),
+    ("pipeline_parallel_size", "PP"),
+    ("max_model_len", "max_model_len"),
+    ("gpu_memory_utilization", "gpu_mem_util"),
+    ("kv_cache_dtype", "kv_dtype"),
+)
+DEFAULTS = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+
+
+def flag_values(command: Any, engine: Any) -> dict[str, object | None]:
+    values: dict[str, object | None] = {}
+    for name, _ in FLAGS:
+        value = None
+        if command is not None:
+            try:
+                value = command.get(name)
+            except Exception:  # an odd command line must not break the dashboard
+                value = None
+            if value is None:
+                value = DEFAULTS.get(name)
+        values[name] = value
+    if engine is not None:
+        if values["gpu_memory_utilization"] is None:
+            values["gpu_memory_utilization"] = engine.gpu_memory_utilization
+        if values["kv_cache_dtype"] is None:
+            values["kv_cache_dtype"] = engine.cache_dtype
+    return values
+
+
+class ServerFacts(Static):
+    """Key vLLM flags of the watched server; N/A where neither the command line nor
+    /metrics says."""
+
+    DEFAULT_CSS = """
+    ServerFacts { height: 1; padding: 0 1; }
+    """
+
+    def show(self, command: Any, engine: Any) -> None:
+        values = flag_values(command, engine)
+        parts = []
+        for name, label in FLAGS:
+            value = values[name]
+            shown = fmt.NA if value is None else fmt.flag_value(value)
+            parts.append(f"[$text-muted]{label}[/] [b]{escape(shown)}[/b]")
+        self.update("  ".join(parts))

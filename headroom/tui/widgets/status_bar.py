@@ -1,0 +1,59 @@
+"""The one-line bar on top of every screen: where you are and how the server is."""
+
+from __future__ import annotations
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from headroom.tui import format as fmt
+from headroom.tui.store import Store
+
+# state -> (theme variable, word). Words, not only colours, so state reads in any theme.
+STATE_STYLE = {
+    "up": ("$success", "up"),
+    "ready": ("$success", "ready"),
+    "degraded": ("$warning", "degraded"),
+    "starting": ("$warning", "starting"),
+    "stopping": ("$warning", "stopping"),
+    "slow": ("$warning", "slow"),
+    "stopped": ("$text-muted", "stopped"),
+    "down": ("$error", "down"),
+    "failed": ("$error", "failed"),
+    "not_vllm": ("$error", "not vLLM"),
+    "metrics_off": ("$warning", "engine metrics off"),
+    "error": ("$error", "error"),
+}
+
+
+def state_markup(state: str | None) -> str:
+    variable, word = STATE_STYLE.get(state or "", ("$text-muted", state or "unknown"))
+    return f"[{variable}]● {escape(word)}[/]"
+
+
+class StatusBar(Static):
+    """Screen number and title, server state with uptime, model and URL, on one line."""
+
+    DEFAULT_CSS = """
+    StatusBar {
+        height: 1;
+        width: 1fr;
+        background: $panel;
+        color: $foreground;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, title: str, number: int) -> None:
+        super().__init__(f"[b]{number} {escape(title)}[/b]")
+        self.title_text = f"[b]{number} {escape(title)}[/b]"
+
+    def update_from(self, store: Store, now: float) -> None:
+        server = store.server
+        parts = [self.title_text, state_markup(server.state)]
+        if server.up_since is not None:
+            parts[-1] += f" {fmt.duration(now - server.up_since)}"
+        if server.model:
+            parts.append(escape(server.model))
+        if server.url:
+            parts.append(f"[$text-muted]{escape(server.url)}[/]")
+        self.update("  ".join(parts))
