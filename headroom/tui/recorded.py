@@ -244,7 +244,8 @@ def recorded_log_lines() -> list[str]:
 
 
 def recorded_diagnosis() -> Any:
-    found = _load("headroom.doctor", "Diagnosis", "Finding", "Action", "StepStatus")
+    names = ("Diagnosis", "Finding", "Action", "StepStatus")
+    found = _load("headroom.doctor", *names) or _load("headroom.doctor.findings", *names)
     if found is None:
         return None
     diagnosis, finding, action, step = found
