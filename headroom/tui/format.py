@@ -118,3 +118,20 @@ def bar(fraction: float | None, width: int) -> str:
     full, rest = divmod(eighths, 8)
     partial = " ▏▎▍▌▋▊▉"[rest].strip() if rest else ""
     return ("█" * full + partial).ljust(width, "·")[:width]
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def spark(values, width: int) -> str:
+    """The last `width` values (0..1) as a text sparkline; for panels with many series,
+    where a Sparkline widget per series would cost more than it shows."""
+    tail = list(values)[-width:] if width > 0 else []
+    out = []
+    for value in tail:
+        if _missing(value):
+            out.append(" ")
+            continue
+        value = min(max(value, 0.0), 1.0)
+        out.append(SPARK[min(len(SPARK) - 1, int(value * len(SPARK)))])
+    return "".join(out)

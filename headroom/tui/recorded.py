@@ -226,13 +226,16 @@ def recorded_gpus() -> Any:
 
 
 def recorded_topology() -> tuple[Any, list[Any]] | None:
-    found = _load("headroom.probes.topology", "parse_topo_text", "tp_verdicts")
+    found = _load("headroom.probes.topology", "parse_topo_text")
     if found is None:
         return None
-    parse_topo_text, tp_verdicts = found
+    (parse_topo_text,) = found
     text = (FIXTURES / "topo" / "v100-pcie-4gpu-pix-phb.txt").read_text(encoding="utf-8")
     matrix = parse_topo_text(text)
-    return matrix, list(tp_verdicts(matrix, [2]))
+    verdicts = _load("headroom.probes.topology_verdict", "tp_verdicts") or _load(
+        "headroom.probes.topology", "tp_verdicts"
+    )
+    return matrix, list(verdicts[0](matrix, [2])) if verdicts else []
 
 
 def recorded_log_lines() -> list[str]:

@@ -128,7 +128,24 @@ class LiveSources(DataSources):
         self._digest: Any = None
         self._metrics_probe: Any = None
         self._nvml_probe: Any = None
-        self._nvml_error: str | None = None
+        self._event_listeners: list[Callable[[Any], None]] = []
+        self._supervisor_lines: list[str] = []
+        self._log_subscribed = False
+        if supervisor is not None:
+            self._chain_events(supervisor)
+
+    def _chain_events(self, supervisor: Any) -> None:
+        """Listen to the supervisor's events without displacing a listener it already has."""
+        previous = getattr(supervisor, "on_event", None)
+        listeners = self._event_listeners
+
+        def fan_out(event: Any) -> None:
+            if previous is not None:
+                previous(event)
+            for listener in list(listeners):
+                listener(event)
+
+        supervisor.on_event = fan_out
 
     # -- server -----------------------------------------------------------------------
     def server_info(self) -> ServerInfo:
@@ -148,7 +165,7 @@ class LiveSources(DataSources):
             return None
         state = getattr(self.supervisor, "state", None)
         value = getattr(state, "value", state)
-        detail = getattr(self.supervisor, "last_error", None)
+        detail = getattr(self.supervisor, "failure_reason", None)
         return (str(value).lower() if value is not None else "unknown", detail)
 
     # -- metrics ------------------------------------------------------------------------
@@ -174,10 +191,17 @@ class LiveSources(DataSources):
     async def read_topology(self) -> tuple[Any, list[Any]] | None:
         if not self.gpus_local:
             return None
-        from headroom.probes.topology import read_topology, tp_verdicts
+        from headroom.probes.topology import read_topology
 
         nvml = getattr(self._nvml_probe, "nvml", None)
         matrix = await read_topology(nvml)
+        try:
+            from headroom.probes.topology_verdict import tp_verdicts
+        except ImportError:
+            try:
+                from headroom.probes.topology import tp_verdicts
+            except ImportError:
+                return matrix, []
         tp = self._tp_size()
         verdicts = tp_verdicts(matrix, [tp] if tp else None)
         return matrix, list(verdicts)
@@ -194,8 +218,17 @@ class LiveSources(DataSources):
 
     # -- logs ---------------------------------------------------------------------------
     async def read_log_lines(self) -> list[str]:
-        if self._tail is None and self.supervisor is not None:
-            path = getattr(self.supervisor, "log_path", None)
+        sup = self.supervisor
+        if sup is not None and hasattr(sup, "subscribe_log"):
+            if not self._log_subscribed:
+                # Lines the supervisor already read, then every new batch as it reads them.
+                self._supervisor_lines.extend(getattr(sup, "log_lines", ()) or ())
+                sup.subscribe_log(self._supervisor_lines.extend)
+                self._log_subscribed = True
+            lines, self._supervisor_lines[:] = list(self._supervisor_lines), []
+            return lines
+        if self._tail is None and sup is not None:
+            path = getattr(sup, "log_path", None)
             if path:
                 self._tail = FileTail(path)
         if self._tail is None:
@@ -244,9 +277,11 @@ class LiveSources(DataSources):
             return await super().restart(changes, progress)
         from headroom.tui.restart_driver import drive_restart
 
-        return await drive_restart(self.supervisor, changes, progress)
+        return await drive_restart(self.supervisor, changes, progress, self._event_listeners)
 
     async def close(self) -> None:
+        if self._nvml_probe is not None and hasattr(self._nvml_probe, "close"):
+            self._nvml_probe.close()
         probe = self._metrics_probe
         closer = getattr(probe, "aclose", None) or getattr(probe, "close", None)
         if closer is not None:

@@ -1,0 +1,26 @@
+"""Update a DataTable by row key: drop stale rows, update changed cells, add new ones, all
+inside one batch update, so the cursor and scroll position survive every refresh."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from textual.app import App
+from textual.widgets import DataTable
+
+
+def sync_rows(app: App, table: DataTable, rows: Mapping[str, Sequence[Any]]) -> None:
+    """Make `table` show exactly `rows` (key -> cells, in column order)."""
+    columns = list(table.columns)
+    with app.batch_update():
+        for key in [k.value for k in table.rows if k.value not in rows]:
+            table.remove_row(key)
+        for key, cells in rows.items():
+            if key in table.rows:
+                current = table.get_row(key)
+                for column, old, new in zip(columns, current, cells, strict=False):
+                    if old != new:
+                        table.update_cell(key, column, new)
+            else:
+                table.add_row(*cells, key=key)
