@@ -1,0 +1,207 @@
+"""The run journal: one JSON line per vLLM run, under the data dir (runs.jsonl).
+
+Writes survive a kill -9 of Headroom at any instant:
+- append() is one os.write() of a whole line on an O_APPEND descriptor, then fsync; a line
+  torn by a crash can only be the last one, and the next append starts on a fresh line.
+- update() rewrites the file to a temporary sibling, fsyncs it and renames it over the
+  journal, so a reader sees the old file or the new one, never a half.
+Both take an flock on a lock file so two Headroom processes do not lose each other's lines.
+A line that does not parse is skipped with a warning, never fatal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import os
+import secrets
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from headroom.supervisor.paths import journal_path
+
+
+class JournalWarning(UserWarning):
+    """A journal line was skipped (corrupt or not an object)."""
+
+
+@dataclass
+class RunRecord:
+    """One run of vLLM, as the journal keeps it.
+
+    summary keys: throughput_tok_s, ttft_p95_s, itl_p95_s, peak_gpu_memory_bytes,
+    preemptions (each None when never measured). bench is filled by `headroom bench`.
+    outcome: "running" | "ready" | "stopped" | "failed" | "crashed" | "detached" | "rolled_back".
+    """
+
+    run_id: str = field(default_factory=lambda: new_run_id())
+    time: float = field(default_factory=time.time)
+    vllm_version: str | None = None
+    model: str | None = None
+    model_shape: dict | None = None
+    command: list[str] = field(default_factory=list)  # redacted, full argv as launched
+    flags: list[str] = field(default_factory=list)  # redacted vLLM flag tokens only
+    launcher: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # the env that matters, redacted
+    gpus: list[dict] = field(default_factory=list)
+    topology: str | None = None
+    port: int | None = None
+    log_path: str | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    time_to_ready_s: float | None = None
+    outcome: str = "running"
+    reason: str | None = None  # why it failed / why it was started (restart, rollback, auto-fix)
+    parent_run_id: str | None = None
+    changes: dict | None = None  # knob changes relative to the parent run
+    findings: list[dict] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+    bench: dict | None = None
+    notes: str | None = None
+    ended_at: float | None = None
+    extra: dict = field(default_factory=dict)  # unknown keys read back, kept on rewrite
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        extra = data.pop("extra")
+        return {**extra, **data}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> RunRecord:
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        known = {k: v for k, v in data.items() if k in names}
+        extra = {k: v for k, v in data.items() if k not in names}
+        return cls(**known, extra=extra)
+
+
+def new_run_id() -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime())
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+class Journal:
+    """The JSON Lines journal; path defaults to the data dir's runs.jsonl."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else journal_path()
+        self.skipped: list[str] = []  # why lines were skipped on the last read
+
+    @property
+    def _lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def append(self, record: RunRecord) -> None:
+        line = json.dumps(record.to_json(), separators=(",", ":"), default=str) + "\n"
+        with self._locked():
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                data = line.encode("utf-8")
+                if not _ends_with_newline(fd):
+                    data = b"\n" + data  # a previous writer died mid-line: isolate its tail
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def records(self) -> list[RunRecord]:
+        out: list[RunRecord] = []
+        self.skipped = []
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return out
+        for lineno, line in enumerate(raw.split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError("not a JSON object")
+                out.append(RunRecord.from_json(data))
+            except (ValueError, TypeError) as exc:
+                why = f"{self.path}:{lineno}: skipped a corrupt journal line ({exc})"
+                self.skipped.append(why)
+                warnings.warn(why, JournalWarning, stacklevel=2)
+        return out
+
+    def get(self, run_id: str) -> RunRecord | None:
+        for record in self.records():
+            if record.run_id == run_id:
+                return record
+        return None
+
+    def update(self, run_id: str, **fields: object) -> RunRecord | None:
+        """Change fields of one record (atomically, by rewrite); None if it is not there."""
+        names = {f.name for f in dataclasses.fields(RunRecord)}
+        with self._locked(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", JournalWarning)
+            records = self.records()
+            found: RunRecord | None = None
+            for record in records:
+                if record.run_id == run_id:
+                    for key, value in fields.items():
+                        if key in names and key != "extra":
+                            setattr(record, key, value)
+                        else:
+                            record.extra[key] = value
+                    found = record
+            if found is None:
+                return None
+            self._rewrite(records)
+            return found
+
+    def _rewrite(self, records: list[RunRecord]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        body = "".join(
+            json.dumps(r.to_json(), separators=(",", ":"), default=str) + "\n" for r in records
+        )
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, body.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        _fsync_dir(self.path.parent)
+
+
+def _ends_with_newline(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return True
+    return os.pread(fd, 1, size - 1) == b"\n"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; the rename is still atomic
+    finally:
+        os.close(fd)

@@ -1,0 +1,177 @@
+"""Checks before each start, each failure a clear sentence instead of a vLLM crash two
+minutes later: the port is free, the GPUs are not held by other processes, and their free
+memory covers total x gpu_memory_utilization. Also the wait for GPU memory to be released
+after a stop, so the next start does not trip over the previous one's allocations.
+
+GPU data comes from headroom.probes.nvml (NvmlProbe); when NVML is not there (CPU host,
+probe module missing) the GPU checks are skipped with a note, never failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class PreflightResult:
+    """failures: reasons not to start. notes: things checked loosely or skipped."""
+
+    failures: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def check_port(host: str, port: int) -> str | None:
+    """None when the port can be bound, else why not."""
+    bind_host = "0.0.0.0" if host in ("", "0.0.0.0") else host  # noqa: S104 - vLLM's own bind
+    try:
+        family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            # vLLM sets SO_REUSEADDR too, so a port in TIME_WAIT is no reason to refuse.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((bind_host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return (
+                f"port {port} is already in use on {bind_host} (another server? "
+                f"`ss -ltnp 'sport = :{port}'` shows who); pick another with --port"
+            )
+        if exc.errno == errno.EACCES:
+            return f"port {port} needs privileges to bind; use a port above 1023"
+        return f"port {port} on {bind_host} cannot be bound: {exc.strerror}"
+    return None
+
+
+def visible_gpu_indices(env: Mapping[str, str], snapshot) -> list[int] | None:
+    """The GPU indices CUDA_VISIBLE_DEVICES selects (indices or UUIDs); None = all."""
+    value = env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    wanted = [part.strip() for part in value.split(",") if part.strip()]
+    out: list[int] = []
+    for item in wanted:
+        if item.isdigit():
+            out.append(int(item))
+            continue
+        for gpu in getattr(snapshot, "gpus", ()) or ():
+            if gpu.uuid and (gpu.uuid == item or gpu.uuid.startswith(item)):
+                out.append(gpu.index)
+    return out
+
+
+def check_gpus(
+    snapshot,
+    *,
+    env: Mapping[str, str],
+    utilization: float | None,
+    own_pids: Iterable[int] = (),
+    kv_cache_memory_bytes: int | None = None,
+    world_size: int = 1,
+) -> PreflightResult:
+    """GPU checks against one NVML snapshot (a headroom.probes.nvml.GpuSnapshot)."""
+    if snapshot is None or not getattr(snapshot, "available", False):
+        reason = getattr(snapshot, "reason", None) or "NVML not available"
+        return PreflightResult((), (f"GPU checks skipped: {reason}",))
+    indices = visible_gpu_indices(env, snapshot)
+    gpus = [g for g in snapshot.gpus if indices is None or g.index in indices]
+    if indices is not None and world_size > len(indices) > 0:
+        return PreflightResult(
+            (
+                f"the plan needs {world_size} GPUs but CUDA_VISIBLE_DEVICES="
+                f"{env.get('CUDA_VISIBLE_DEVICES')} shows {len(indices)}",
+            )
+        )
+    gpus = gpus[: max(world_size, 1)] if world_size else gpus
+    own = set(own_pids)
+    failures: list[str] = []
+    notes: list[str] = []
+    for gpu in gpus:
+        if gpu.lost:
+            failures.append(f"GPU {gpu.index} is lost (fell off the bus); it cannot be used")
+            continue
+        others = [p for p in gpu.processes if p.pid not in own]
+        if others:
+            held = ", ".join(
+                f"pid {p.pid} {p.name or '?'} ({_gib(p.used_memory_bytes)})" for p in others
+            )
+            failures.append(f"GPU {gpu.index} is held by another process: {held}")
+        if kv_cache_memory_bytes is not None:
+            notes.append(f"GPU {gpu.index}: KV cache sized in bytes, utilization check skipped")
+            continue
+        util = 0.9 if utilization is None else utilization
+        if gpu.memory_total is None or gpu.memory_free is None:
+            notes.append(f"GPU {gpu.index}: memory not readable, utilization check skipped")
+            continue
+        needed = gpu.memory_total * util
+        if gpu.memory_free < needed:
+            failures.append(
+                f"GPU {gpu.index} has {_gib(gpu.memory_free)} free but "
+                f"gpu_memory_utilization {util:g} asks for {_gib(needed)} of "
+                f"{_gib(gpu.memory_total)}: free the GPU or lower --gpu-memory-utilization "
+                f"to at most {max(gpu.memory_free / gpu.memory_total - 0.01, 0):.2f}"
+            )
+    return PreflightResult(tuple(failures), tuple(notes))
+
+
+async def wait_memory_released(
+    probe,
+    pids: Sequence[int],
+    gpu_indices: Sequence[int] | None,
+    *,
+    timeout_s: float = 60.0,
+    interval_s: float = 0.5,
+) -> tuple[bool, str]:
+    """Wait until no GPU lists any of the server's pids. Returns (released, message)."""
+    if probe is None:
+        return True, "GPU memory release not checked (NVML not available)"
+    started = time.monotonic()
+    wanted = set(pids)
+    while True:
+        snapshot = await asyncio.to_thread(probe.read)
+        if not getattr(snapshot, "available", False):
+            return True, "GPU memory release not checked (NVML not available)"
+        holders = [
+            (gpu.index, p)
+            for gpu in snapshot.gpus
+            if gpu_indices is None or gpu.index in gpu_indices
+            for p in gpu.processes
+            if p.pid in wanted
+        ]
+        elapsed = time.monotonic() - started
+        if not holders:
+            return True, f"GPU memory released after {elapsed:.1f} s"
+        if elapsed >= timeout_s:
+            held = ", ".join(
+                f"GPU {i}: pid {p.pid} ({_gib(p.used_memory_bytes)})" for i, p in holders
+            )
+            return False, (
+                f"GPU memory still held {timeout_s:.0f} s after the server stopped ({held}); "
+                "a process may be stuck in the driver: check nvidia-smi before starting again"
+            )
+        await asyncio.sleep(interval_s)
+
+
+def make_nvml_probe():
+    """headroom.probes.nvml.NvmlProbe(), or None when that module or NVML is missing."""
+    try:
+        from headroom.probes.nvml import NvmlProbe
+    except ImportError:
+        return None
+    try:
+        return NvmlProbe()
+    except Exception:  # a probe must never stop a launch
+        return None
+
+
+def _gib(value: float | None) -> str:
+    return "? GiB" if value is None else f"{value / GIB:.1f} GiB"

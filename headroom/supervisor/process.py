@@ -1,0 +1,196 @@
+"""The vLLM child process: spawned in its own process group with its output going straight
+to a log file, stopped group-wide with escalating signals, checked for orphans with psutil.
+
+A pipe is never used for vLLM's output: if Headroom were slow or gone, a full pipe would
+block vLLM's logging and with it the serving loop. The file is tailed instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+
+class LaunchError(RuntimeError):
+    """The process could not be started at all (binary missing, not executable...)."""
+
+
+@dataclass(frozen=True)
+class StopReport:
+    """How a stop went: the signals that were needed and anything that had to be killed."""
+
+    signals: tuple[str, ...]
+    exit_code: int | None
+    orphans_killed: tuple[int, ...] = ()
+    seconds: float = 0.0
+    pids: tuple[int, ...] = ()  # every pid that belonged to the server (for the memory wait)
+
+
+@dataclass
+class ManagedProcess:
+    """A server process we started (popen set) or re-adopted from a state file (popen None)."""
+
+    pid: int
+    pgid: int
+    create_time: float | None
+    popen: subprocess.Popen | None = None
+    seen_pids: set[int] = field(default_factory=set)
+
+    @classmethod
+    def spawn(
+        cls, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path | None = None
+    ) -> ManagedProcess:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab", buffering=0) as log:
+            try:
+                popen = subprocess.Popen(  # noqa: S603 - argv list, never a shell
+                    list(argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=dict(env),
+                    cwd=cwd,
+                    start_new_session=True,  # own session and process group
+                    close_fds=True,
+                )
+            except FileNotFoundError as exc:
+                raise LaunchError(
+                    f"cannot start {argv[0]!r}: not found on PATH (choose another launcher, "
+                    "e.g. --launcher api_server, or set [serve] launcher in the config file)"
+                ) from exc
+            except PermissionError as exc:
+                raise LaunchError(f"cannot start {argv[0]!r}: permission denied") from exc
+            except OSError as exc:
+                raise LaunchError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
+        return cls(
+            pid=popen.pid,
+            pgid=popen.pid,
+            create_time=_create_time(popen.pid),
+            popen=popen,
+            seen_pids={popen.pid},
+        )
+
+    @classmethod
+    def adopt(cls, pid: int, pgid: int, create_time: float | None) -> ManagedProcess | None:
+        """Re-attach to a server started by an earlier Headroom; None if it is gone."""
+        proc = cls(pid=pid, pgid=pgid, create_time=create_time, seen_pids={pid})
+        return proc if proc.alive() else None
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        try:
+            p = psutil.Process(self.pid)
+            if self.create_time is not None and abs(p.create_time() - self.create_time) > 1.0:
+                return False  # the pid was reused by another program
+            return p.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.popen.poll() if self.popen is not None else None
+
+    def members(self) -> list[psutil.Process]:
+        """Live processes of the server: its process group plus any descendants that left it."""
+        found: dict[int, psutil.Process] = {}
+        try:
+            root = psutil.Process(self.pid)
+            if self.create_time is None or abs(root.create_time() - self.create_time) <= 1.0:
+                found[root.pid] = root
+                for child in root.children(recursive=True):
+                    found[child.pid] = child
+        except psutil.Error:
+            pass
+        for p in psutil.process_iter(["pid"]):
+            try:
+                if os.getpgid(p.pid) == self.pgid:
+                    found[p.pid] = p
+            except (ProcessLookupError, PermissionError, psutil.Error, OSError):
+                continue
+        live = []
+        for pid, p in found.items():
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    live.append(p)
+                    self.seen_pids.add(pid)
+            except psutil.Error:
+                continue
+        return live
+
+    def signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.pgid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            try:
+                os.kill(self.pid, sig)
+            except OSError:
+                pass
+
+    async def stop(self, grace_int_s: float = 20.0, grace_term_s: float = 10.0) -> StopReport:
+        """SIGINT, then SIGTERM, then SIGKILL to the whole group; then kill stragglers."""
+        started = time.monotonic()
+        self.members()  # remember every pid before they start to vanish
+        sent: list[str] = []
+        for sig, grace in ((signal.SIGINT, grace_int_s), (signal.SIGTERM, grace_term_s)):
+            if not self._any_left():
+                break
+            self.signal_group(sig)
+            sent.append(sig.name)
+            await self._wait_gone(grace)
+        orphans: list[int] = []
+        if self._any_left():
+            self.signal_group(signal.SIGKILL)
+            sent.append("SIGKILL")
+            await self._wait_gone(5.0)
+        # Anything that escaped the group (setsid'd workers) is killed one by one.
+        for p in self.members():
+            try:
+                p.kill()
+                orphans.append(p.pid)
+            except psutil.Error:
+                pass
+        if orphans:
+            await self._wait_gone(5.0)
+        code = None
+        if self.popen is not None:
+            try:
+                code = await asyncio.to_thread(self.popen.wait, 5.0)
+            except subprocess.TimeoutExpired:
+                code = None
+        return StopReport(
+            signals=tuple(sent),
+            exit_code=code,
+            orphans_killed=tuple(orphans),
+            seconds=time.monotonic() - started,
+            pids=tuple(sorted(self.seen_pids)),
+        )
+
+    def _any_left(self) -> bool:
+        if self.popen is not None:
+            self.popen.poll()  # reap so a dead leader does not linger as a zombie
+        return bool(self.members())
+
+    async def _wait_gone(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not self._any_left():
+                return
+            await asyncio.sleep(0.1)
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None

@@ -1,0 +1,113 @@
+"""The state file of a running server, so `headroom serve` / `headroom attach` can re-adopt it
+after an SSH drop. One JSON file per port under the state dir, written atomically.
+
+The command line and environment are stored redacted, like everything else Headroom writes:
+a server re-adopted after a drop and then restarted by Headroom needs its secrets again from
+the environment (e.g. VLLM_API_KEY) rather than from this file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from headroom.supervisor.paths import state_dir
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """What is needed to find, watch and stop a server Headroom started."""
+
+    pid: int
+    pgid: int
+    port: int
+    url: str
+    model: str | None
+    argv: list[str]  # redacted
+    flags: list[str]  # redacted vLLM flag tokens
+    launcher: str
+    env: dict[str, str]  # the env that matters, redacted
+    log_path: str
+    started_at: float  # wall clock
+    create_time: float | None  # psutil create_time: tells a reused pid apart
+    run_id: str | None = None
+    headroom_pid: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> ServerRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def alive(self) -> bool:
+        try:
+            p = psutil.Process(self.pid)
+            if self.create_time is not None and abs(p.create_time() - self.create_time) > 1.0:
+                return False
+            return p.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+
+def state_path(port: int, base: Path | None = None) -> Path:
+    return (base or state_dir()) / f"server-{port}.json"
+
+
+def write_state(record: ServerRecord, base: Path | None = None) -> Path:
+    path = state_path(record.port, base)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps(record.to_json(), indent=1).encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
+
+
+def read_state(port: int, base: Path | None = None) -> ServerRecord | None:
+    """The record for a port, or None when absent or unreadable."""
+    return _read(state_path(port, base))
+
+
+def _read(path: Path) -> ServerRecord | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return ServerRecord.from_json(data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def remove_state(port: int, base: Path | None = None) -> None:
+    try:
+        state_path(port, base).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def list_states(base: Path | None = None, *, live_only: bool = True) -> list[ServerRecord]:
+    """Every server Headroom knows of; stale files (process gone) are cleaned up."""
+    folder = base or state_dir()
+    out = []
+    for path in sorted(folder.glob("server-*.json")):
+        record = _read(path)
+        if record is None:
+            continue
+        if live_only and not record.alive():
+            try:
+                path.unlink()
+            except OSError:
+                pass
+            continue
+        out.append(record)
+    return out
