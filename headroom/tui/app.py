@@ -312,6 +312,11 @@ class HeadroomApp(App[int]):
             self.restart_in_progress = False
         self.post_message_to_dialog(msg.RestartFinished(ok, rolled_back, detail))
         self._data_version += 1
+        self.reload_runs()
+
+    def reload_runs(self) -> None:
+        """Read the journal again (after a restart, or on `r` in the Runs screen)."""
+        self._runs_once()
 
     def post_message_to_dialog(self, message: Any) -> None:
         from headroom.tui.screens.restart import RestartDialog

@@ -1,17 +1,161 @@
-"""Screen placeholder: logs."""
+"""Screen 5, logs: the live vLLM log with classified lines highlighted; filters (errors,
+start-up, NCCL), search, and follow/pause."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.widgets import Static
+from collections import deque
 
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Input, RichLog, Static
+
+from headroom.tui.log_classes import LogEntry, classify, matches_filter
 from headroom.tui.screens.base import HeadroomScreen
+from headroom.tui.store import LOG_KEEP, Store
+
+FILTERS = {"all": "all lines", "errors": "errors & warnings", "startup": "start-up", "nccl": "NCCL"}
+SEVERITY_VARIABLE = {"error": "error", "warning": "warning"}
 
 
 class LogsScreen(HeadroomScreen):
-    """logs screen."""
+    """Live log. Keys: e/s/n filters, a all, / search, f follow or pause."""
 
     MODE = "logs"
+    BINDINGS = [
+        Binding("e", "filter('errors')", "Errors"),
+        Binding("s", "filter('startup')", "Start-up"),
+        Binding("n", "filter('nccl')", "NCCL"),
+        Binding("a", "filter('all')", "All"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("escape", "clear_search", "Clear", show=False),
+    ]
 
     def compose_body(self) -> ComposeResult:
-        yield Static("coming", classes="unavailable")
+        yield RichLog(id="log-view", max_lines=LOG_KEEP, wrap=False, markup=False, auto_scroll=True)
+        yield Static(id="log-status")
+        yield Input(placeholder="search (enter to apply, escape to clear)", id="log-search")
+
+    def on_mount(self) -> None:
+        self.entries: deque[LogEntry] = deque(maxlen=LOG_KEEP)
+        self.filter_name = "all"
+        self.query_text = ""
+        self.follow = True
+        self._seen_total = 0
+        self.query_one("#log-search", Input).display = False
+        super().on_mount()
+        self.query_one("#log-view").focus()
+
+    # -- data ----------------------------------------------------------------------------
+    def show_body(self, store: Store, what: str) -> None:
+        if what == "all":
+            self._catch_up(store)
+        elif what == "logs":
+            self._update_status(store)
+
+    def _catch_up(self, store: Store) -> None:
+        """Classify lines that arrived while this screen was not visible, then redraw."""
+        missed = store.log_total - self._seen_total
+        if missed > 0:
+            start = store.log_total - min(missed, len(store.log_lines))
+            for offset, line in enumerate(
+                list(store.log_lines)[-min(missed, len(store.log_lines)) :]
+            ):
+                self.entries.append(classify(line, start + offset + 1))
+            self._seen_total = store.log_total
+        self._redraw_log()
+
+    def append_log_lines(self, lines: list[str]) -> None:
+        view = self.query_one("#log-view", RichLog)
+        for line in lines:
+            self._seen_total += 1
+            entry = classify(line, self._seen_total)
+            self.entries.append(entry)
+            if self._visible(entry):
+                view.write(self._line_text(entry), scroll_end=self.follow)
+        self._update_status(self.store)
+
+    # -- drawing -------------------------------------------------------------------------
+    def _visible(self, entry: LogEntry) -> bool:
+        if not matches_filter(entry, self.filter_name):
+            return False
+        return not self.query_text or self.query_text.lower() in entry.line.lower()
+
+    def _line_text(self, entry: LogEntry) -> Text:
+        text = Text(entry.line)
+        variable = SEVERITY_VARIABLE.get(entry.severity)
+        if variable:
+            text.stylize(self._style(variable, bold=entry.kind is not None))
+        elif entry.kind is not None:
+            text.stylize(self._style("primary"))
+        if self.query_text:
+            text.highlight_words(
+                [self.query_text], style=self._style("accent", reverse=True), case_sensitive=False
+            )
+        return text
+
+    def _style(self, variable: str, *, bold: bool = False, reverse: bool = False) -> str:
+        colour = self.app.theme_variables.get(variable, "")
+        parts = [colour] if colour else []
+        parts += ["bold"] if bold else []
+        parts += ["reverse"] if reverse else []
+        return " ".join(parts) or "none"
+
+    def _redraw_log(self) -> None:
+        view = self.query_one("#log-view", RichLog)
+        view.clear()
+        for entry in self.entries:
+            if self._visible(entry):
+                view.write(self._line_text(entry), scroll_end=False)
+        if self.follow:
+            view.scroll_end(animate=False)
+        self._update_status(self.store)
+
+    def _update_status(self, store: Store) -> None:
+        shown = sum(1 for entry in self.entries if self._visible(entry))
+        follow = "[$success]following[/]" if self.follow else "[$warning]paused[/]"
+        search = f"  search: [b]{self.query_text}[/b]" if self.query_text else ""
+        source = (
+            ""
+            if store.log_total or self.entries
+            else "  [$text-muted]no log lines yet (attach with --log FILE to follow a log)[/]"
+        )
+        self.query_one("#log-status", Static).update(
+            f"filter: [b]{FILTERS[self.filter_name]}[/b]  {follow}  {shown}/{len(self.entries)} lines{search}{source}"
+        )
+
+    # -- actions -------------------------------------------------------------------------
+    def action_filter(self, name: str) -> None:
+        self.filter_name = "all" if self.filter_name == name else name
+        self._redraw_log()
+
+    def action_toggle_follow(self) -> None:
+        self.follow = not self.follow
+        view = self.query_one("#log-view", RichLog)
+        view.auto_scroll = self.follow
+        if self.follow:
+            view.scroll_end(animate=False)
+        self._update_status(self.store)
+
+    def action_search(self) -> None:
+        search = self.query_one("#log-search", Input)
+        search.display = True
+        search.focus()
+
+    def action_clear_search(self) -> None:
+        search = self.query_one("#log-search", Input)
+        search.value = ""
+        search.display = False
+        if self.query_text:
+            self.query_text = ""
+            self._redraw_log()
+        self.query_one("#log-view").focus()
+
+    @on(Input.Submitted, "#log-search")
+    def _apply_search(self, event: Input.Submitted) -> None:
+        self.query_text = event.value.strip()
+        event.input.display = bool(self.query_text)
+        self.query_one("#log-view").focus()
+        self._redraw_log()

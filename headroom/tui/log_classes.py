@@ -1,0 +1,80 @@
+"""Classify vLLM log lines for the Logs screen, with the log reader's `classify_line` when
+it is available and a plain severity guess otherwise (so the screen works on a partial
+install and on lines the reader does not know)."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# vLLM lines look like "(EngineCore pid=1) ERROR 11-29 11:26:25 [file.py:1] message".
+_LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|INFO|DEBUG)\b")
+STARTUP_KINDS = frozenset(
+    {
+        "version",
+        "non_default_args",
+        "max_model_len",
+        "weights_loaded",
+        "kv_memory_available",
+        "kv_memory_reserved",
+        "kv_cache_tokens",
+        "max_concurrency",
+        "cuda_graph_memory",
+        "memory_summary",
+        "server_starting",
+        "startup_complete",
+    }
+)
+NCCL_KINDS = frozenset(
+    {"nccl_error", "nccl_warn", "shm_full", "watchdog_timeout", "custom_allreduce_disabled"}
+)
+_NCCL_WORDS = re.compile(r"NCCL|nccl|pynccl|all.?reduce|/dev/shm", re.I)
+
+
+class LogEntry(NamedTuple):
+    """One log line and what it means; kind None = a line the reader does not know."""
+
+    lineno: int
+    line: str
+    kind: str | None
+    severity: str  # info | warning | error
+
+
+def _classifier():
+    try:
+        from headroom.probes.vllm_log import classify_line
+
+        return classify_line
+    except ImportError:
+        return None
+
+
+_CLASSIFY = _classifier()
+
+
+def classify(line: str, lineno: int) -> LogEntry:
+    kind, severity = None, None
+    if _CLASSIFY is not None:
+        try:
+            event = _CLASSIFY(line, lineno)
+        except Exception:  # the reader's bug must not cost the user the line
+            event = None
+        if event is not None:
+            kind, severity = event.kind, event.severity
+    if severity is None:
+        match = _LEVEL.search(line[:120])
+        level = match.group(1) if match else ""
+        severity = {"ERROR": "error", "CRITICAL": "error", "WARNING": "warning"}.get(level, "info")
+        if line.startswith("Traceback") or re.match(r"^\w+(Error|Exception):", line):
+            severity = "error"
+    return LogEntry(lineno, line, kind, severity)
+
+
+def matches_filter(entry: LogEntry, name: str) -> bool:
+    if name == "errors":
+        return entry.severity in {"error", "warning"}
+    if name == "startup":
+        return entry.kind in STARTUP_KINDS or (entry.severity == "error" and entry.kind is not None)
+    if name == "nccl":
+        return entry.kind in NCCL_KINDS or bool(_NCCL_WORDS.search(entry.line))
+    return True
