@@ -20,7 +20,7 @@ from headroom.cmdline import (
     redact_argv,
     render,
 )
-from headroom.cmdline_flags import FLAGS_BY_DEST, FlagSpec
+from headroom.cmdline_flags import FLAGS_BY_DEST, FlagSpec, lookup_option
 
 SPECS = sorted(
     (s for s in FLAGS_BY_DEST.values() if s.dest not in ("model", "config") and s.kind != "append"),
@@ -67,8 +67,9 @@ def flag_tokens(draw, spec: FlagSpec) -> tuple[list[str], object]:
         if spec.kind == "flag" or draw(st.booleans()):
             return [draw(st.sampled_from([spec.option, *spec.aliases]))], True
         forms = ["--no-" + spec.option[2:]]
-        if spec.option.startswith("--enable-"):
-            forms.append("--disable-" + spec.option[len("--enable-") :])
+        disable = "--disable-" + spec.option[len("--enable-") :]
+        if spec.option.startswith("--enable-") and lookup_option(disable) is None:
+            forms.append(disable)  # (--disable-log-requests is a flag of its own, older)
         return [draw(st.sampled_from(forms))], False
     option = draw(
         st.sampled_from(
