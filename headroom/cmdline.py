@@ -498,7 +498,9 @@ def render(cmd: VllmCommand) -> list[str]:
 
 
 def _bool_tokens(spec: FlagSpec | None, name: str, value: bool, current: str | None) -> list[str]:
-    """Tokens that set a boolean knob; [] when absence already means `value`."""
+    """Tokens that set a boolean knob; [] when absence already means `value`.
+
+    `current` is the user's own spelling of "off" when the line already says off."""
     option = spec.option if spec is not None else "--" + name.replace("_", "-")
     if value:
         return [option]
@@ -506,7 +508,7 @@ def _bool_tokens(spec: FlagSpec | None, name: str, value: bool, current: str | N
         return []  # store_true: off = absent
     if spec is not None and spec.default is False:
         return []  # off is the default: removing the flag is the cleanest change
-    if current is not None and (current.startswith("--disable-") or current.startswith("--no-")):
+    if current is not None:
         return [current]  # keep the user's own spelling of "off"
     return ["--no-" + option[2:]]
 
@@ -539,7 +541,12 @@ def apply_changes(cmd: VllmCommand, changes: Mapping[str, object]) -> VllmComman
         if value is REMOVE or value is None:
             new: list[str] = []
         elif isinstance(value, bool) and (spec is None or spec.kind in ("bool", "flag")):
-            new = _bool_tokens(spec, name, value, last.option if last else None)
+            off = (
+                last.option
+                if last is not None and last.value is False and last.form == "bare"
+                else None
+            )
+            new = _bool_tokens(spec, name, value, off)
         else:
             if spec is not None and spec.kind in ("bool", "flag"):
                 raise CommandLineError(f"{spec.option} is on/off; give True or False")
