@@ -191,6 +191,10 @@ async def watch_tick(sup: Supervisor, client: httpx.AsyncClient) -> bool:
             sup.last_good_start_s = sup.time_to_ready_s
             sup.crash_count = 0 if sup._run_reason != "crash restart" else sup.crash_count
             facts = _facts(sup)
+            if sup.adopted:
+                sup.set_state(ServerState.READY, "/health answers (re-adopted server)")
+                sup.journal_update(outcome="ready")
+                return False
             sup.set_state(ServerState.READY, f"/health answered after {sup.time_to_ready_s:.1f} s")
             sup.journal_update(
                 outcome="ready",

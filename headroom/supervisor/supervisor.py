@@ -149,20 +149,33 @@ class Supervisor:
         self.stats = RunStats()
         self.crash_count = 0
         self.detached = False
+        self.adopted = False  # watching a server an earlier Headroom started
         self._log_listeners: list[Callable[[list[str]], None]] = []
         self._tail: FileTail | None = None
         self._watch_task: asyncio.Task | None = None
-        self._state_changed = asyncio.Event()
+        self._events: dict[int, asyncio.Event] = {}
         self._started_mono: float | None = None
         self._last_progress: float = 0.0
         self._failure_seen_at: float | None = None
         self._health_failures = 0
         self._last_metrics_at = 0.0
         self._stopping = False
-        self._restart_lock = asyncio.Lock()
+        self._locks: dict[int, asyncio.Lock] = {}
         self._run_reason: str | None = None
         self._run_parent: str | None = None
         self._run_changes: dict | None = None
+
+    # asyncio primitives bind to the loop that first waits on them; the TUI runs its own loop
+    # and `headroom serve` may stop the server from a fresh one afterwards, so keep one per loop.
+    @property
+    def _state_changed(self) -> asyncio.Event:
+        key = id(asyncio.get_running_loop())
+        return self._events.setdefault(key, asyncio.Event())
+
+    @property
+    def _restart_lock(self) -> asyncio.Lock:
+        key = id(asyncio.get_running_loop())
+        return self._locks.setdefault(key, asyncio.Lock())
 
     # -- what the UI reads ------------------------------------------------------------
     @property
@@ -221,7 +234,8 @@ class Supervisor:
         if old == new:
             return
         self.state = new
-        self._state_changed.set()
+        for event in self._events.values():
+            event.set()
         self.emit("state", f"{old} -> {new}: {reason}", old=str(old), new=str(new), reason=reason)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -343,12 +357,22 @@ class Supervisor:
         self.journal_update(outcome="detached", summary=self.stats.summary())
         self.emit("notice", f"detached; the server keeps running (pid {self.pid})")
 
+    async def watch(self) -> None:
+        """Start watching a re-adopted process (start() does this itself for new ones)."""
+        if self._watch_task is None and self.process is not None:
+            self.emit(
+                "notice", f"re-adopted pid {self.pid} serving {self.url} (log {self.log_path})"
+            )
+            self._watch_task = asyncio.create_task(self._watch(), name="headroom-supervisor-watch")
+
     async def close(self) -> None:
         """Release the watcher without touching the server (for tests and shutdown paths)."""
         await self._cancel_watch()
 
     async def _cancel_watch(self) -> None:
         task, self._watch_task = self._watch_task, None
+        if task is not None and task.get_loop() is not asyncio.get_running_loop():
+            return  # its loop is gone (the TUI's app.run() ended): nothing left to cancel
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             try:

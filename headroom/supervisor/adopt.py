@@ -1,0 +1,56 @@
+"""Re-adopt a server an earlier Headroom started (after an SSH drop or a detach), from its
+state file: same process group, same log, same journal record."""
+
+from __future__ import annotations
+
+import time
+
+from headroom.cmdline import CommandLineError, parse_command
+from headroom.supervisor.log_tail import FileTail
+from headroom.supervisor.process import ManagedProcess
+from headroom.supervisor.statefile import ServerRecord, list_states, read_state
+from headroom.supervisor.states import ServerState
+from headroom.supervisor.supervisor import Supervisor
+
+REDACTED_MARK = "***"
+
+
+class AdoptError(RuntimeError):
+    """The state file points at a server that cannot be re-adopted, with the reason."""
+
+
+def adopt(record: ServerRecord, **supervisor_kwargs) -> Supervisor:
+    """A Supervisor bound to the running server of `record`; call `await sup.watch()`.
+
+    The stored command line and env are redacted; secrets for a later restart must come
+    from the environment again.
+    """
+    process = ManagedProcess.adopt(record.pid, record.pgid, record.create_time)
+    if process is None:
+        raise AdoptError(f"the server of {record.url} (pid {record.pid}) is no longer running")
+    argv = ["vllm", "serve", *([record.model] if record.model else []), *record.flags]
+    try:
+        command = parse_command(argv)
+    except CommandLineError as exc:
+        raise AdoptError(f"the state file's command line cannot be read: {exc}") from exc
+    env = {k: v for k, v in record.env.items() if REDACTED_MARK not in v}
+    sup = Supervisor(command, launcher=record.launcher, env=env, **supervisor_kwargs)
+    sup.process = process
+    sup.run_id = record.run_id
+    sup.log_path = __import__("pathlib").Path(record.log_path)
+    sup._tail = FileTail(sup.log_path)  # the whole log: rebuilds the digest's start-up facts
+    sup.adopted = True
+    elapsed = max(time.time() - record.started_at, 0.0)
+    sup._started_mono = time.monotonic() - elapsed
+    sup._last_progress = time.monotonic()
+    sup.state = ServerState.STARTING
+    return sup
+
+
+def find_adoptable(port: int | None = None, state_dir=None) -> ServerRecord | None:
+    """The live server on `port` (or the only live one when port is None)."""
+    if port is not None:
+        record = read_state(port, state_dir)
+        return record if record is not None and record.alive() else None
+    live = list_states(state_dir)
+    return live[0] if len(live) == 1 else None
