@@ -1,1 +1,87 @@
-"""Think: the memory model, the five-step rules and knob plans. Pure functions over probe snapshots."""
+"""Think: the memory model, the five-step rules and knob plans. Pure functions over probe snapshots.
+
+`diagnose(DoctorInputs) -> Diagnosis` runs every rule over whatever inputs are present, ranks
+the findings (first = most likely root cause), removes actions that would turn a knob against
+a higher-ranked finding, and gives each of the five steps a status.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor.context import Context
+from headroom.doctor.findings import (
+    STEP_NAMES,
+    Action,
+    Diagnosis,
+    DoctorInputs,
+    Finding,
+    StepStatus,
+    diagnosis_to_json,
+    plan_to_changes,
+)
+from headroom.doctor.gpu_spec import GpuSpec, GpuSpecError, parse_gpu_spec
+
+__all__ = [
+    "STEP_NAMES",
+    "Action",
+    "Diagnosis",
+    "DoctorInputs",
+    "Finding",
+    "GpuSpec",
+    "GpuSpecError",
+    "StepStatus",
+    "diagnose",
+    "diagnosis_to_json",
+    "parse_gpu_spec",
+    "plan_to_changes",
+    "all_rules",
+]
+
+
+def all_rules():
+    from headroom.doctor import rules_runtime, rules_startup, rules_topology
+
+    return rules_startup.RULES + rules_runtime.RULES + rules_topology.RULES
+
+
+def diagnose(inputs: DoctorInputs) -> Diagnosis:
+    """Every rule over the inputs; never raises on missing or odd data (a rule that fails is
+    reported as an info finding rather than hiding the others)."""
+    from headroom.doctor.steps import rank, resolve_conflicts, step_statuses
+
+    ctx = Context(inputs)
+    findings: list[Finding] = []
+    for rule in all_rules():
+        try:
+            findings.extend(rule(ctx))
+        except Exception as exc:  # one broken rule must not hide the rest
+            findings.append(
+                Finding(
+                    f"rule-error-{rule.__name__}",
+                    None,
+                    "info",
+                    f"Rule {rule.__name__} could not run",
+                    (f"{type(exc).__name__}: {exc}",),
+                )
+            )
+    if any(f.severity == "error" and f.id != "engine-died" for f in findings):
+        findings = [f for f in findings if f.id != "engine-died"]  # a symptom of the cause found
+    ranked = resolve_conflicts(rank(findings))
+    return Diagnosis(tuple(ranked), step_statuses(ranked, ctx), tuple(_lacking(ctx)))
+
+
+def _lacking(ctx: Context) -> list[str]:
+    i = ctx.inputs
+    out = []
+    if i.log is None:
+        out.append("no vLLM log (--log)")
+    if not i.metrics_history:
+        out.append("no metrics (--metrics)")
+    if i.topology is None:
+        out.append("no topology (--topo)")
+    if ctx.model is None:
+        out.append("no model shape (--model-config, or a known model name on the command line)")
+    if ctx.gpu is None:
+        out.append("no GPU description (--gpus or NVML)")
+    if i.command is None:
+        out.append("no vLLM command line (after --)")
+    return out

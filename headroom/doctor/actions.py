@@ -1,0 +1,188 @@
+"""Knob actions with concrete values and their cost in words, shared by the rules.
+
+Directions follow the evidence: a KV shortage wants the KV budget up (free) before fewer
+sequences, then TP, then PP (hardware last); an OOM wants the budget down. Values are
+rounded so they read well on a command line.
+"""
+
+from __future__ import annotations
+
+import math
+
+from headroom.doctor.findings import Action
+from headroom.doctor.memory_model import GIB, heads_valid, kv_bytes_per_token
+
+MAX_UTILIZATION = 0.95  # above this the CUDA context and graphs have no room left
+
+
+def floor2(x: float) -> float:
+    return math.floor(x * 100 + 1e-9) / 100
+
+
+def ceil2(x: float) -> float:
+    return math.ceil(x * 100 - 1e-9) / 100
+
+
+def raise_kv_budget(
+    ctx, extra_gib: float | None, why: str, scale: float | None = None
+) -> Action | None:
+    """More KV memory: --kv-cache-memory-bytes when it is set (it overrides the utilization,
+    even though vLLM's own message says "increase gpu_memory_utilization"), else
+    gpu_memory_utilization by enough to cover `extra_gib` (or +0.03). `scale` is the factor
+    the KV cache must grow by, when only that is known."""
+    knobs = ctx.knobs
+    if knobs.kv_cache_memory_bytes:
+        current = knobs.kv_cache_memory_bytes
+        if scale and scale > 1:
+            target = current * scale * 1.05
+        elif extra_gib and extra_gib > 0:
+            target = current + extra_gib * GIB * 1.05
+        else:
+            target = current * 1.2
+        mib = 2**20
+        new = int(math.ceil(target / mib) * mib)
+        return Action(
+            "kv_cache_memory_bytes",
+            "raise",
+            new,
+            why,
+            "less memory left for activations and CUDA graphs; OOM risk if set too high",
+        )
+    util = ctx.utilization
+    usable = ctx.gpu.min_usable_gib if ctx.gpu else None
+    step = (extra_gib / usable + 0.01) if (extra_gib and usable) else 0.03
+    if util + step > MAX_UTILIZATION + 0.005 and extra_gib and usable:
+        return None  # no utilization this GPU allows covers the shortfall: other knobs must
+    new = min(ceil2(util + step), MAX_UTILIZATION)
+    if new <= util + 1e-9:
+        return None
+    return Action(
+        "gpu_memory_utilization",
+        "raise",
+        new,
+        why,
+        "less slack for the CUDA context, graphs and other processes on the GPU",
+    )
+
+
+def lower_utilization(ctx, target: float | None, why: str) -> Action | None:
+    util = ctx.utilization
+    new = floor2(target) if target is not None else floor2(util - 0.05)
+    new = max(new, 0.3)
+    if new >= util - 1e-9:
+        return None
+    return Action(
+        "gpu_memory_utilization",
+        "lower",
+        new,
+        why,
+        "a smaller KV cache: fewer tokens in flight, more preemption under load",
+    )
+
+
+def lower_max_model_len(value: int, why: str) -> Action:
+    value = max(int(value) // 16 * 16, 16)
+    return Action("max_model_len", "lower", value, why, "requests longer than this are rejected")
+
+
+def lower_max_num_seqs(current: int, target: int | None, why: str) -> Action | None:
+    new = max(int(target if target is not None else current // 2), 1)
+    if new >= current:
+        return None
+    return Action(
+        "max_num_seqs",
+        "lower",
+        new,
+        why,
+        "fewer requests run at once: lower throughput, longer queues under load",
+    )
+
+
+def lower_batched_tokens(current: int, why: str) -> Action | None:
+    new = max(current // 2 // 256 * 256, 256)
+    if new >= current:
+        return None
+    return Action(
+        "max_num_batched_tokens",
+        "lower",
+        new,
+        why,
+        "long prompts prefill in more chunks: slower time to first token",
+    )
+
+
+def fp8_kv(ctx, why: str) -> Action | None:
+    current = (ctx.knobs.kv_cache_dtype or "auto").lower()
+    if current.startswith("fp8") or current.startswith("int8"):
+        return None
+    return Action(
+        "kv_cache_dtype",
+        "set",
+        "fp8",
+        why,
+        "about half the KV bytes per token; check output quality on your workload",
+    )
+
+
+def enforce_eager(why: str) -> Action:
+    return Action(
+        "enforce_eager",
+        "set",
+        True,
+        why,
+        "no CUDA graphs: slower decoding, most at small batch sizes",
+    )
+
+
+def valid_tps(model, limit: int) -> list[int]:
+    return [tp for tp in range(1, max(limit, 1) + 1) if heads_valid(model, tp)]
+
+
+def raise_tp(ctx, fitting_tp: int | None, why: str) -> Action | None:
+    current = ctx.knobs.tp
+    if fitting_tp is None or fitting_tp <= current:
+        return None
+    return Action(
+        "tensor_parallel_size",
+        "raise",
+        fitting_tp,
+        why,
+        "more GPUs, and an all-reduce on every layer: fast over NVLink, slow over PCIe",
+    )
+
+
+def raise_pp(ctx, value: int, why: str) -> Action | None:
+    if value <= ctx.knobs.pp:
+        return None
+    return Action(
+        "pipeline_parallel_size",
+        "raise",
+        value,
+        why,
+        "more GPUs and a longer path per token: higher latency, bubbles at low load",
+    )
+
+
+def lowest_fitting_tp(ctx, tokens_needed: int | None = None) -> int | None:
+    """The smallest valid TP (within the node's GPUs) whose account fits the weights and
+    `tokens_needed` KV tokens (default: one max_model_len request)."""
+    from dataclasses import replace
+
+    from headroom.doctor.memory_model import account
+
+    if ctx.model is None or ctx.gpu is None:
+        return None
+    limit = ctx.gpu.count
+    for tp in valid_tps(ctx.model, limit):
+        acc = account(ctx.model, ctx.gpu, replace(ctx.knobs, tp=tp), ctx.version)
+        need = tokens_needed or acc.max_model_len
+        if acc.kv_cache_gib > 0 and acc.kv_capacity_tokens >= need:
+            return tp
+    return None
+
+
+def extra_gib_for_tokens(ctx, tokens: int, have_tokens: int) -> float | None:
+    if ctx.model is None:
+        return None
+    per = kv_bytes_per_token(ctx.model, ctx.knobs.tp, ctx.knobs.pp, ctx.knobs.kv_cache_dtype)
+    return max(tokens - have_tokens, 0) * per / GIB

@@ -1,0 +1,190 @@
+"""Everything the rules share, derived once from DoctorInputs: knobs, model, GPU spec,
+vLLM version, log events and the memory account."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from headroom.doctor import log_events as LE
+from headroom.doctor.findings import DoctorInputs
+from headroom.doctor.gpu_spec import GpuSpec, spec_from_snapshot
+from headroom.doctor.memory_model import (
+    Knobs,
+    MemoryAccount,
+    account,
+    knobs_from_command,
+    with_log_facts,
+)
+from headroom.doctor.model_table import find_model
+from headroom.doctor.versions import parse_version
+
+# Messages only the V0 engine printed (vllm/worker/worker.py, V0 executors).
+_V0_MARKERS = (
+    "# GPU blocks:",
+    "stored in KV cache (",
+    "Memory profiling results:",
+    "the current vLLM instance can use total_gpu_memory",
+)
+
+
+@dataclass
+class Context:
+    """Derived view of the inputs. Every property may be None when its input is missing."""
+
+    inputs: DoctorInputs
+    lacking: list[str] = field(default_factory=list)
+
+    @cached_property
+    def knobs(self) -> Knobs:
+        if self.inputs.command is not None:
+            return knobs_from_command(self.inputs.command)
+        # No command line: the log's "non-default args" line says how vLLM was started.
+        args = getattr(self.facts, "non_default_args", None) or {}
+        return knobs_from_command(_ArgsView(args)) if args else Knobs()
+
+    @cached_property
+    def raw_lines(self) -> list[str]:
+        """Every line of the log, known or not (tracebacks give an OOM its context)."""
+        log = self.inputs.log
+        if log is None:
+            return []
+        if isinstance(log, str):
+            return log.splitlines()
+        lines = getattr(log, "lines", None)
+        if lines:
+            return [str(x) for x in lines]
+        return [e.line for e in self.events]
+
+    def lines_before(self, event: LE.Event, count: int = 8) -> list[str]:
+        lines = self.raw_lines
+        index = None
+        if event.lineno is not None and 0 < event.lineno <= len(lines):
+            index = event.lineno - 1
+        else:
+            for i, line in enumerate(lines):
+                if line.rstrip() == event.line.rstrip():
+                    index = i
+                    break
+        if index is None:
+            return []
+        return lines[max(0, index - count) : index + 1]
+
+    @cached_property
+    def events(self) -> list[LE.Event]:
+        log = self.inputs.log
+        if log is None:
+            return []
+        if isinstance(log, str):
+            return LE.events_from_text(log)
+        return LE.events_from_digest(log)
+
+    @cached_property
+    def facts(self):
+        """StartupFacts of the digest when it has them (engineer 4), else our own summary."""
+        log = self.inputs.log
+        if log is not None and hasattr(log, "facts"):
+            try:
+                return log.facts()
+            except Exception:  # a digest that cannot summarise must not stop the doctor
+                pass
+        lines = log.splitlines() if isinstance(log, str) else [e.line for e in self.events]
+        return _OwnFacts.from_lines(lines, self.events)
+
+    @cached_property
+    def version(self) -> str | None:
+        if self.inputs.vllm_version:
+            return self.inputs.vllm_version
+        version = getattr(self.facts, "vllm_version", None)
+        if parse_version(version):
+            return version
+        if any(_V0_ONLY in line for line in self.raw_lines[:5000] for _V0_ONLY in _V0_MARKERS):
+            return "0.7.3"  # the V0 engine's wording: the last release where V0 was the default
+        return None
+
+    @cached_property
+    def model(self):
+        if self.inputs.model is not None:
+            return self.inputs.model
+        cmd = self.inputs.command
+        name = getattr(cmd, "model", None) if cmd is not None else None
+        name = name or getattr(self.facts, "model", None)
+        return find_model(name) if name else None
+
+    @cached_property
+    def gpu(self) -> GpuSpec | None:
+        return self.inputs.gpu_spec or spec_from_snapshot(self.inputs.gpus)
+
+    @cached_property
+    def account(self) -> MemoryAccount | None:
+        if self.model is None or self.gpu is None:
+            return None
+        try:
+            acc = account(self.model, self.gpu, self.knobs, self.version)
+        except (ArithmeticError, AttributeError, TypeError, ValueError):
+            return None
+        return with_log_facts(acc, self.facts) if self.events else acc
+
+    def of(self, *kinds: str) -> list[LE.Event]:
+        return LE.lines_of(self.events, *kinds)
+
+    @property
+    def utilization(self) -> float:
+        if self.knobs.gpu_memory_utilization:
+            return self.knobs.gpu_memory_utilization
+        from headroom.doctor.versions import default_utilization, effective_version
+
+        return default_utilization(effective_version(self.version))
+
+    @property
+    def gpu_count(self) -> int | None:
+        if self.gpu is not None:
+            return self.gpu.count
+        snap = self.inputs.gpus
+        if snap is not None and getattr(snap, "available", False):
+            return len(snap.gpus)
+        return None
+
+
+@dataclass(frozen=True)
+class _OwnFacts:
+    """The few StartupFacts fields the doctor reads, when no digest provides them."""
+
+    weights_gib: float | None = None
+    non_default_args: dict | None = None
+    kv_available_gib: float | None = None
+    kv_cache_tokens: int | None = None
+    vllm_version: str | None = None
+    model: str | None = None
+    ready: bool = False
+
+    @classmethod
+    def from_events(cls, events: list[LE.Event]) -> _OwnFacts:
+        weights = kv = tokens = None
+        ready = False
+        for event in events:
+            weights = LE.weights_gib(event.line) or weights
+            kv = LE.kv_available_gib(event.line) or kv
+            tokens = LE.kv_tokens(event.line) or tokens
+            ready = ready or event.kind == "startup_complete"
+        return cls(weights, None, kv, tokens, None, None, ready)
+
+    @classmethod
+    def from_lines(cls, lines: list[str], events: list[LE.Event]) -> _OwnFacts:
+        base = cls.from_events(events)
+        args = None
+        for line in lines:
+            if "non-default args:" in line:
+                args = LE.non_default_args(line)
+                break
+        return replace(base, non_default_args=args)
+
+
+class _ArgsView:
+    """`non-default args` as a VllmCommand-like .get() (engine-arg names already)."""
+
+    def __init__(self, args: dict) -> None:
+        self._args = args
+
+    def get(self, name, default=None):
+        return self._args.get(name, default)

@@ -1,0 +1,154 @@
+"""What the doctor says: findings with evidence and knob actions, one status per step.
+
+These are the contract types of docs/ARCHITECTURE.md (Action, Finding, StepStatus, Diagnosis,
+DoctorInputs) plus their JSON form, which is the `headroom doctor --json` schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # snapshot types of the probe layer; only needed for annotations
+    from headroom.cmdline import VllmCommand
+    from headroom.doctor.gpu_spec import GpuSpec
+    from headroom.probes.host import HostFacts
+    from headroom.probes.metrics import ServerMetrics
+    from headroom.probes.model import ModelShape
+    from headroom.probes.nvml import GpuSnapshot
+    from headroom.probes.topology import TopologyMatrix
+    from headroom.probes.vllm_log import LogDigest
+
+SEVERITIES = ("info", "warning", "error")
+DIRECTIONS = ("raise", "lower", "set")
+
+# The five-step table. Step None is "other": host and NCCL settings, foreign processes,
+# a second engine on the same GPU.
+STEP_NAMES: Mapping[int, str] = {
+    1: "Memory accounting -> lowest TP",
+    2: "Head divisibility and interconnect -> highest TP",
+    3: "TP inside a node, PP across nodes",
+    4: "gpu_memory_utilization, then max_model_len (also max_num_seqs / max_num_batched_tokens)",
+    5: "fp8 KV cache",
+}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One knob change. `value` None means advice only: it cannot be applied with one key."""
+
+    knob: str  # vLLM engine-arg name with underscores, e.g. "gpu_memory_utilization"
+    direction: str  # "raise" | "lower" | "set"
+    value: object | None
+    why: str
+    cost: str = ""
+
+    def __post_init__(self) -> None:
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"direction must be one of {DIRECTIONS}, not {self.direction!r}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A diagnosis a person can act on: what is wrong, why we think so, and what to turn."""
+
+    id: str
+    step: int | None
+    severity: str
+    title: str
+    evidence: tuple[str, ...] = ()
+    actions: tuple[Action, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
+        if self.step is not None and self.step not in STEP_NAMES:
+            raise ValueError(f"step must be 1-5 or None, not {self.step!r}")
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    """The table view: one row per step with a status and the reason for it."""
+
+    step: int
+    name: str
+    status: str  # "ok" | "warn" | "fail" | "unknown"
+    why: str
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Ranked findings (first = most likely root cause) and the five step statuses."""
+
+    findings: tuple[Finding, ...]
+    steps: tuple[StepStatus, ...]
+    lacking: tuple[str, ...] = ()  # inputs the doctor did not have, in words
+
+    @property
+    def worst_severity(self) -> str | None:
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=SEVERITIES.index)
+
+
+@dataclass(frozen=True)
+class DoctorInputs:
+    """Everything the doctor may reason from; any of it may be missing."""
+
+    command: VllmCommand | None = None
+    log: LogDigest | None = None
+    metrics_history: Sequence[ServerMetrics] = ()
+    gpus: GpuSnapshot | None = None
+    gpu_spec: GpuSpec | None = None
+    topology: TopologyMatrix | None = None
+    model: ModelShape | None = None
+    host: HostFacts | None = None
+    vllm_version: str | None = None
+    nodes: int = 1
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def action_to_json(a: Action) -> dict[str, object]:
+    return {
+        "knob": a.knob,
+        "direction": a.direction,
+        "value": _jsonable(a.value),
+        "why": a.why,
+        "cost": a.cost,
+    }
+
+
+def finding_to_json(f: Finding) -> dict[str, object]:
+    return {
+        "id": f.id,
+        "step": f.step,
+        "severity": f.severity,
+        "title": f.title,
+        "evidence": list(f.evidence),
+        "actions": [action_to_json(a) for a in f.actions],
+    }
+
+
+def diagnosis_to_json(d: Diagnosis) -> dict[str, object]:
+    """The `headroom doctor --json` document: {"findings": [...], "steps": [...]}."""
+    return {
+        "findings": [finding_to_json(f) for f in d.findings],
+        "steps": [
+            {"step": s.step, "name": s.name, "status": s.status, "why": s.why} for s in d.steps
+        ],
+        "lacking": list(d.lacking),
+    }
+
+
+def plan_to_changes(action: Action) -> dict[str, object]:
+    """knob -> value for cmdline.apply_changes; empty for advice (value None)."""
+    if action.value is None:
+        return {}
+    return {action.knob: action.value}
+
+
+def _jsonable(value: object) -> object:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)

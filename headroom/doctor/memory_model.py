@@ -1,0 +1,321 @@
+"""Four accounts per GPU, as vLLM V1 sizes its KV cache (vllm/v1/worker/gpu_worker.py,
+vllm/v1/worker/utils.py, vllm/v1/core/kv_cache_utils.py), written from the source's rules and
+calibrated against the real start-up logs in tests/fixtures/gpu-startup-logs.
+
+budget = CUDA total x gpu_memory_utilization (or --kv-cache-memory-bytes, which overrides it)
+KV     = budget - weights - activation peak - non-torch overhead [- CUDA graphs from 0.21]
+KV bytes per token per GPU = 2 x layers in the stage x max(1, kv_heads / TP) x head_dim x
+dtype bytes, counted in whole blocks; the tightest GPU (the fullest PP stage) sets capacity.
+Memory other processes hold is a start-up gate (free < budget refuses to start), not a
+deduction, so it does not appear here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from headroom.doctor import versions as V
+from headroom.doctor.gpu_spec import GpuSpec
+
+GIB = 2**30
+CUDA_CONTEXT_GIB = 0.45  # per process, outside the budget in V1
+_KV_DTYPE_BYTES = {"auto": None, "float16": 2, "bfloat16": 2, "half": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The flags that move memory. None means vLLM's default for the version and GPU."""
+
+    tp: int = 1
+    pp: int = 1
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    kv_cache_dtype: str = "auto"
+    enforce_eager: bool = False
+    block_size: int = 16
+    quantization: str | None = None
+
+
+def knobs_from_command(cmd) -> Knobs:
+    """Knobs from a headroom.cmdline.VllmCommand (anything with .get(name))."""
+    if cmd is None:
+        return Knobs()
+
+    def get(name, default=None):
+        value = cmd.get(name, default)
+        return default if value is None else value
+
+    def as_int(value):
+        try:
+            return int(value) if value is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    max_len = get("max_model_len")
+    if isinstance(max_len, str) and max_len.lower() in {"auto", "-1"}:
+        max_len = None
+    util = get("gpu_memory_utilization")
+    return Knobs(
+        tp=as_int(get("tensor_parallel_size", 1)) or 1,
+        pp=as_int(get("pipeline_parallel_size", 1)) or 1,
+        gpu_memory_utilization=float(util) if util is not None else None,
+        kv_cache_memory_bytes=as_int(get("kv_cache_memory_bytes")),
+        max_model_len=as_int(max_len) if max_len not in (-1, "-1") else None,
+        max_num_seqs=as_int(get("max_num_seqs")),
+        max_num_batched_tokens=as_int(get("max_num_batched_tokens")),
+        kv_cache_dtype=str(get("kv_cache_dtype", "auto")),
+        enforce_eager=bool(get("enforce_eager", False)),
+        block_size=as_int(get("block_size")) or 16,
+        quantization=get("quantization"),
+    )
+
+
+@dataclass(frozen=True)
+class MemoryAccount:
+    """The accounting for one configuration, per GPU (the tightest one), with the arithmetic."""
+
+    version: str
+    tp: int
+    pp: int
+    gpu_usable_gib: float
+    utilization: float
+    budget_gib: float
+    weights_gib: float
+    activation_gib: float
+    overhead_gib: float
+    cudagraph_gib: float
+    cudagraph_in_budget: bool
+    kv_cache_gib: float
+    kv_bytes_per_token: int
+    kv_capacity_tokens: int
+    max_model_len: int
+    max_model_len_fit: int
+    max_concurrency: float
+    batched_tokens: int
+    max_num_seqs: int
+    kv_budget_knob: str  # "gpu_memory_utilization" or "kv_cache_memory_bytes"
+    arithmetic: tuple[str, ...] = ()
+    from_log: tuple[str, ...] = ()  # which numbers came from a real log
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_cache_gib > 0 and self.kv_capacity_tokens >= self.max_model_len
+
+    @property
+    def slack_gib(self) -> float:
+        """What is left outside the budget for the CUDA context (and graphs before 0.21)."""
+        outside = CUDA_CONTEXT_GIB + (0.0 if self.cudagraph_in_budget else self.cudagraph_gib)
+        return round(self.gpu_usable_gib - self.budget_gib - outside, 2)
+
+
+def dtype_bytes(dtype: str | None) -> int:
+    if dtype and "32" in str(dtype) and "float" in str(dtype):
+        return 2  # vLLM serves float32 checkpoints in half precision by default
+    return 2
+
+
+def kv_dtype_bytes(kv_cache_dtype: str, model_dtype: str | None) -> int:
+    kv = (kv_cache_dtype or "auto").lower()
+    if kv.startswith("fp8") or kv.startswith("int8"):
+        return 1
+    known = _KV_DTYPE_BYTES.get(kv)
+    return known if known else dtype_bytes(model_dtype)
+
+
+def heads_valid(model, tp: int) -> bool:
+    """vLLM's exact rule: attention heads divide by TP; KV heads divide by TP, or (when TP is
+    at least their number) TP divides by them and each KV head is replicated
+    (QKVParallelLinear: num_kv_head_replicas = divide(tp, total_num_kv_heads))."""
+    heads, kv = model.num_attention_heads, model.num_kv_heads
+    if tp < 1 or heads % tp:
+        return False
+    return tp % kv == 0 if tp >= kv else kv % tp == 0
+
+
+def kv_bytes_per_token(model, tp: int = 1, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
+    """KV bytes per token on the fullest GPU: 2 x layers in the stage x max(1, kv_heads // TP)
+    x head_dim x dtype bytes. MLA models cache one latent per layer, not split by TP."""
+    layers = math.ceil(model.num_layers / max(pp, 1))
+    nbytes = kv_dtype_bytes(kv_cache_dtype, model.dtype)
+    mla = getattr(model, "mla_kv_dim", None)
+    if mla:
+        return layers * mla * nbytes
+    return 2 * layers * max(1, model.num_kv_heads // max(tp, 1)) * model.head_dim * nbytes
+
+
+def param_split(model) -> tuple[float, float]:
+    """(parameters in the transformer layers, parameters in embedding + lm_head)."""
+    vocab = model.vocab_size or 0
+    embed = vocab * model.hidden_size * (1 if getattr(model, "tie_word_embeddings", False) else 2)
+    if model.param_count:
+        return max(model.param_count - embed, 0), embed
+    h, hd = model.hidden_size, model.head_dim
+    attn = h * model.num_attention_heads * hd * 2 + h * model.num_kv_heads * hd * 2
+    experts = model.num_experts or 0
+    inter = getattr(model, "moe_intermediate_size", None) or model.intermediate_size or 4 * h
+    mlp = 3 * h * inter * (experts if experts else 1)
+    return model.num_layers * (attn + mlp), embed
+
+
+def weight_bytes_per_param(quantization: str | None, dtype: str | None) -> float:
+    q = (quantization or "").lower()
+    if "fp8" in q or "int8" in q or "w8" in q or q == "experts_int8":
+        return 1.0
+    if q in {"awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes", "compressed-tensors-w4"}:
+        return 0.56  # 4-bit values plus group scales and zeros
+    if "fp4" in q or "mxfp4" in q:
+        return 0.53
+    return float(dtype_bytes(dtype))
+
+
+def weights_gib_per_gpu(model, tp: int, pp: int, quantization: str | None = None) -> float:
+    quant = quantization or getattr(model, "quantization", None)
+    layers, embed = param_split(model)
+    if getattr(model, "weight_bytes", None) and not quantization:
+        # Real checkpoint size: split it the same way as the parameter count.
+        total = float(model.weight_bytes)
+        embed_bytes = min(total, embed * 2)
+        layer_bytes = total - embed_bytes
+    else:
+        layer_bytes = layers * weight_bytes_per_param(quant, model.dtype)
+        embed_bytes = embed * 2  # embeddings and lm_head stay in 16-bit when quantized
+    if pp > 1:  # first stage holds the embedding, last the lm_head: the larger half counts
+        embed_bytes = embed_bytes / (1 if getattr(model, "tie_word_embeddings", False) else 2)
+    return (layer_bytes / pp + embed_bytes) / tp / GIB
+
+
+def activation_gib(model, tp: int, batched_tokens: int, max_num_seqs: int, v1: bool) -> float:
+    """Peak of the profiling run: the forward pass over max_num_batched_tokens (MLP gate/up
+    and activation, attention QKV, residuals) or the sampler over max_num_seqs dummy
+    requests (fp32 logits and probabilities over the whole vocabulary), whichever is larger."""
+    h, hd = model.hidden_size, model.head_dim
+    experts_per_token = getattr(model, "experts_per_token", None) or 1
+    inter = getattr(model, "moe_intermediate_size", None) or model.intermediate_size or 4 * h
+    per_token = 3 * inter * experts_per_token / tp + 2 * h
+    per_token += (model.num_attention_heads + 2 * model.num_kv_heads) * hd / tp
+    forward = batched_tokens * per_token * 2
+    sampler = max_num_seqs * (model.vocab_size or 32000) * 4 * (2 if v1 else 1)
+    return max(forward, sampler) / GIB
+
+
+def overhead_gib(tp: int, pp: int, v1: bool) -> float:
+    """Non-torch memory counted inside the budget: V0 counted the CUDA context too; V1 only
+    what grows after start-up (NCCL and custom all-reduce buffers when TP/PP > 1)."""
+    base = 0.35 if not v1 else 0.15
+    return base + (0.25 if tp * pp > 1 else 0.0)
+
+
+def cudagraph_estimate_gib(model, pp: int, enforce_eager: bool) -> float:
+    if enforce_eager:
+        return 0.0
+    layers = math.ceil(model.num_layers / max(pp, 1))
+    return round(min(1.5, 0.25 + 0.005 * layers), 2)
+
+
+def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> MemoryAccount:
+    """The accounting for `knobs` on `gpu` (per GPU, the tightest), for a vLLM version."""
+    ver = V.effective_version(version)
+    v1 = V.is_v1(ver)
+    tp, pp = max(knobs.tp, 1), max(knobs.pp, 1)
+    usable = gpu.min_usable_gib
+    util = knobs.gpu_memory_utilization or V.default_utilization(ver)
+    max_len = knobs.max_model_len or model.max_position_embeddings or 4096
+    tokens_default, seqs_default = V.batch_defaults(ver, usable, gpu.name, max_len)
+    seqs = knobs.max_num_seqs or seqs_default
+    batched = knobs.max_num_batched_tokens or tokens_default
+    weights = weights_gib_per_gpu(model, tp, pp, knobs.quantization)
+    act = activation_gib(model, tp, batched, seqs, v1)
+    over = overhead_gib(tp, pp, v1)
+    graphs = cudagraph_estimate_gib(model, pp, knobs.enforce_eager)
+    in_budget = V.cudagraph_in_budget(ver) and graphs > 0
+    lines = [
+        f"vLLM {V.format_version(ver)}{'' if version else ' (newest known; pass --vllm-version)'}"
+    ]
+    if knobs.kv_cache_memory_bytes:
+        kv_gib = knobs.kv_cache_memory_bytes / GIB
+        budget = weights + act + over + (graphs if in_budget else 0) + kv_gib
+        knob = "kv_cache_memory_bytes"
+        lines.append(
+            f"KV budget = --kv-cache-memory-bytes = {kv_gib:.2f} GiB (overrides gpu_memory_utilization)"
+        )
+    else:
+        budget = usable * util
+        kv_gib = budget - weights - act - over - (graphs if in_budget else 0)
+        knob = "gpu_memory_utilization"
+        lines.append(f"budget = {usable:.2f} GiB x {util:.2f} = {budget:.2f} GiB per GPU")
+    lines.append(f"weights = {weights:.2f} GiB per GPU (TP {tp} x PP {pp})")
+    lines.append(f"activation peak = {act:.2f} GiB ({batched} batched tokens, {seqs} seqs)")
+    lines.append(f"non-torch overhead = {over:.2f} GiB")
+    if graphs:
+        where = "inside the budget (vLLM >= 0.21)" if in_budget else "outside the budget"
+        lines.append(f"CUDA graphs ~ {graphs:.2f} GiB, {where}")
+    per_token = kv_bytes_per_token(model, tp, pp, knobs.kv_cache_dtype)
+    block = max(knobs.block_size, 1)
+    blocks = max(int(kv_gib * GIB // (per_token * block)), 0) if kv_gib > 0 else 0
+    capacity = blocks * block
+    lines.append(f"KV cache = {kv_gib:.2f} GiB / {per_token:,} B per token = {capacity:,} tokens")
+    return MemoryAccount(
+        version=V.format_version(ver),
+        tp=tp,
+        pp=pp,
+        gpu_usable_gib=round(usable, 2),
+        utilization=util,
+        budget_gib=round(budget, 2),
+        weights_gib=round(weights, 2),
+        activation_gib=round(act, 2),
+        overhead_gib=round(over, 2),
+        cudagraph_gib=graphs,
+        cudagraph_in_budget=in_budget,
+        kv_cache_gib=round(kv_gib, 2),
+        kv_bytes_per_token=per_token,
+        kv_capacity_tokens=capacity,
+        max_model_len=max_len,
+        max_model_len_fit=capacity,
+        max_concurrency=round(capacity / max_len, 2) if max_len else 0.0,
+        batched_tokens=batched,
+        max_num_seqs=seqs,
+        kv_budget_knob=knob,
+        arithmetic=tuple(lines),
+    )
+
+
+def with_log_facts(acc: MemoryAccount, facts) -> MemoryAccount:
+    """Real numbers win: a StartupFacts' weights, KV memory and KV tokens replace estimates."""
+    if facts is None:
+        return acc
+    changes: dict[str, object] = {}
+    used: list[str] = []
+    lines = list(acc.arithmetic)
+    weights = getattr(facts, "weights_gib", None)
+    if weights:
+        changes["weights_gib"] = round(float(weights), 2)
+        used.append("weights_gib")
+    kv = getattr(facts, "kv_available_gib", None)
+    if kv is not None:
+        changes["kv_cache_gib"] = round(float(kv), 2)
+        used.append("kv_cache_gib")
+    tokens = getattr(facts, "kv_cache_tokens", None)
+    if tokens is None and kv is not None and acc.kv_bytes_per_token:
+        tokens = int(float(kv) * GIB // (acc.kv_bytes_per_token * 16)) * 16
+    if tokens is not None:
+        changes["kv_capacity_tokens"] = int(tokens)
+        changes["max_model_len_fit"] = int(tokens)
+        changes["max_concurrency"] = (
+            round(int(tokens) / acc.max_model_len, 2) if acc.max_model_len else 0.0
+        )
+        used.append("kv_capacity_tokens")
+    if not used:
+        return acc
+    lines.append(
+        "from the real log (wins over the estimate): "
+        + ", ".join(f"{name} = {changes[name]}" for name in used)
+    )
+    return replace(acc, arithmetic=tuple(lines), from_log=tuple(used), **changes)
+
+
+def needed_kv_gib(model, tp: int, pp: int, tokens: int, kv_cache_dtype: str = "auto") -> float:
+    return tokens * kv_bytes_per_token(model, tp, pp, kv_cache_dtype) / GIB

@@ -1,0 +1,434 @@
+"""Shapes of common models (from their public config.json files), so `headroom plan` works
+with a name and no download. A local directory or config.json goes through engineer 3's
+`headroom.probes.model.load_model_shape` instead (see `resolve_model`).
+
+The doctor reads a model only through attribute names of the probe layer's ModelShape, so
+anything with those names works; `ModelFacts` is our own frozen record with the same fields
+plus a few that the memory model uses when present (MoE and MLA sizes, tied embeddings).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+
+class UnknownModelError(ValueError):
+    """A model name not in the table and not a readable local path."""
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """A model shape with ModelShape's field names (and a few optional extras)."""
+
+    name: str
+    architecture: str | None
+    num_layers: int
+    hidden_size: int
+    intermediate_size: int | None
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int | None
+    dtype: str | None = "bfloat16"
+    max_position_embeddings: int | None = None
+    quantization: str | None = None
+    rope_scaling: object | None = None
+    num_experts: int | None = None
+    param_count: int | None = None
+    weight_bytes: int | None = None
+    source: str = "built-in table"
+    tie_word_embeddings: bool = False
+    moe_intermediate_size: int | None = None
+    experts_per_token: int | None = None
+    mla_kv_dim: int | None = None  # MLA: cached width per token per layer (kv_lora_rank + rope dim)
+
+
+def _m(name, arch, layers, hidden, inter, heads, kv, hd, vocab, maxpos, params, aliases=(), **kw):
+    facts = ModelFacts(
+        name,
+        arch,
+        layers,
+        hidden,
+        inter,
+        heads,
+        kv,
+        hd,
+        vocab,
+        "bfloat16",
+        maxpos,
+        param_count=int(params * 1e9),
+        **kw,
+    )
+    return facts, tuple(aliases)
+
+
+_L = "LlamaForCausalLM"
+_Q2 = "Qwen2ForCausalLM"
+_Q3 = "Qwen3ForCausalLM"
+_TABLE = (
+    _m(
+        "Llama-3.1-8B",
+        _L,
+        32,
+        4096,
+        14336,
+        32,
+        8,
+        128,
+        128256,
+        131072,
+        8.03,
+        [
+            "llama-3-8b",
+            "meta-llama-3-8b",
+            "llama-3.1-8b",
+            "meta-llama-3.1-8b",
+            "llama3.1-8b",
+            "llama-3-8b",
+        ],
+    ),
+    _m(
+        "Llama-3.1-70B",
+        _L,
+        80,
+        8192,
+        28672,
+        64,
+        8,
+        128,
+        128256,
+        131072,
+        70.55,
+        [
+            "llama-3-70b",
+            "meta-llama-3-70b",
+            "meta-llama-3.1-70b",
+            "llama-3.3-70b",
+            "llama3.1-70b",
+            "deepseek-r1-distill-llama-70b",
+        ],
+    ),
+    _m(
+        "Llama-3.1-405B",
+        _L,
+        126,
+        16384,
+        53248,
+        128,
+        8,
+        128,
+        128256,
+        131072,
+        405.85,
+        ["meta-llama-3.1-405b", "llama3.1-405b"],
+    ),
+    _m(
+        "Llama-3.2-1B",
+        _L,
+        16,
+        2048,
+        8192,
+        32,
+        8,
+        64,
+        128256,
+        131072,
+        1.24,
+        ["llama3.2-1b"],
+        tie_word_embeddings=True,
+    ),
+    _m(
+        "Llama-3.2-3B",
+        _L,
+        28,
+        3072,
+        8192,
+        24,
+        8,
+        128,
+        128256,
+        131072,
+        3.21,
+        ["llama3.2-3b"],
+        tie_word_embeddings=True,
+    ),
+    _m(
+        "Qwen2.5-7B",
+        _Q2,
+        28,
+        3584,
+        18944,
+        28,
+        4,
+        128,
+        152064,
+        32768,
+        7.62,
+        ["qwen2-7b", "deepseek-r1-distill-qwen-7b"],
+    ),
+    _m(
+        "Qwen2.5-14B",
+        _Q2,
+        48,
+        5120,
+        13824,
+        40,
+        8,
+        128,
+        152064,
+        131072,
+        14.77,
+        ["deepseek-r1-distill-qwen-14b"],
+    ),
+    _m(
+        "Qwen2.5-32B",
+        _Q2,
+        64,
+        5120,
+        27648,
+        40,
+        8,
+        128,
+        152064,
+        131072,
+        32.76,
+        ["deepseek-r1-distill-qwen-32b", "qwq-32b"],
+    ),
+    _m("Qwen2.5-72B", _Q2, 80, 8192, 29568, 64, 8, 128, 152064, 32768, 72.71, ["qwen2-72b"]),
+    _m("Qwen3-8B", _Q3, 36, 4096, 12288, 32, 8, 128, 151936, 40960, 8.19),
+    _m("Qwen3-14B", _Q3, 40, 5120, 17408, 40, 8, 128, 151936, 40960, 14.77),
+    _m("Qwen3-32B", _Q3, 64, 5120, 25600, 64, 8, 128, 151936, 40960, 32.76),
+    _m(
+        "Qwen3-30B-A3B",
+        "Qwen3MoeForCausalLM",
+        48,
+        2048,
+        6144,
+        32,
+        4,
+        128,
+        151936,
+        40960,
+        30.53,
+        ["qwen3-coder-30b-a3b"],
+        num_experts=128,
+        moe_intermediate_size=768,
+        experts_per_token=8,
+    ),
+    _m(
+        "Qwen3-235B-A22B",
+        "Qwen3MoeForCausalLM",
+        94,
+        4096,
+        12288,
+        64,
+        4,
+        128,
+        151936,
+        40960,
+        235.09,
+        num_experts=128,
+        moe_intermediate_size=1536,
+        experts_per_token=8,
+    ),
+    _m(
+        "Mistral-7B",
+        "MistralForCausalLM",
+        32,
+        4096,
+        14336,
+        32,
+        8,
+        128,
+        32768,
+        32768,
+        7.25,
+        ["mistral-7b-v0.3", "mistral-7b-v0.1", "mistral-7b-v0.2"],
+    ),
+    _m(
+        "Mistral-Small-24B",
+        "MistralForCausalLM",
+        40,
+        5120,
+        32768,
+        32,
+        8,
+        128,
+        131072,
+        32768,
+        23.57,
+        ["mistral-small-3.1-24b", "mistral-small-24b-2501"],
+    ),
+    _m(
+        "Mixtral-8x7B",
+        "MixtralForCausalLM",
+        32,
+        4096,
+        14336,
+        32,
+        8,
+        128,
+        32000,
+        32768,
+        46.7,
+        num_experts=8,
+        moe_intermediate_size=14336,
+        experts_per_token=2,
+    ),
+    _m(
+        "Mixtral-8x22B",
+        "MixtralForCausalLM",
+        56,
+        6144,
+        16384,
+        48,
+        8,
+        128,
+        32768,
+        65536,
+        140.6,
+        ["wizardlm-2-8x22b"],
+        num_experts=8,
+        moe_intermediate_size=16384,
+        experts_per_token=2,
+    ),
+    _m(
+        "Gemma-2-9B",
+        "Gemma2ForCausalLM",
+        42,
+        3584,
+        14336,
+        16,
+        8,
+        256,
+        256000,
+        8192,
+        9.24,
+        tie_word_embeddings=True,
+    ),
+    _m(
+        "Gemma-2-27B",
+        "Gemma2ForCausalLM",
+        46,
+        4608,
+        36864,
+        32,
+        16,
+        128,
+        256000,
+        8192,
+        27.23,
+        tie_word_embeddings=True,
+    ),
+    _m(
+        "Phi-3-mini",
+        "Phi3ForCausalLM",
+        32,
+        3072,
+        8192,
+        32,
+        32,
+        96,
+        32064,
+        131072,
+        3.82,
+        ["phi-3-mini-128k", "phi-3-mini-4k", "phi-3.5-mini"],
+    ),
+    _m("Phi-4", "Phi3ForCausalLM", 40, 5120, 17920, 40, 10, 128, 100352, 16384, 14.66),
+    _m(
+        "DeepSeek-V3",
+        "DeepseekV3ForCausalLM",
+        61,
+        7168,
+        18432,
+        128,
+        128,
+        128,
+        129280,
+        163840,
+        671.0,
+        ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
+        num_experts=256,
+        moe_intermediate_size=2048,
+        experts_per_token=8,
+        mla_kv_dim=576,
+    ),
+)
+
+# Name decorations that do not change the shape.
+_SUFFIXES = ("instruct", "chat", "it", "hf", "base", "2507", "2503", "2501", "0324", "0528")
+_QUANT_WORDS = {
+    "fp8": "fp8",
+    "awq": "awq",
+    "gptq": "gptq",
+    "int4": "gptq",
+    "int8": "int8",
+    "bnb": "bitsandbytes",
+    "nf4": "bitsandbytes",
+    "w4a16": "gptq",
+    "w8a8": "int8",
+}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
+
+
+def _strip(key: str) -> tuple[str, str | None]:
+    parts = [p for p in key.split("-") if p]
+    quant = None
+    kept = []
+    for part in parts:
+        if part in _QUANT_WORDS:
+            quant = quant or _QUANT_WORDS[part]
+            continue
+        kept.append(part)
+    while kept and kept[-1] in _SUFFIXES:
+        kept.pop()
+    return "-".join(kept), quant
+
+
+_INDEX: dict[str, ModelFacts] = {}
+for _facts, _aliases in _TABLE:
+    for _alias in (_facts.name, *_aliases):
+        _INDEX.setdefault(_strip(_norm(_alias))[0], _facts)
+
+
+def known_model_names() -> list[str]:
+    return [facts.name for facts, _ in _TABLE]
+
+
+def find_model(name: str) -> ModelFacts | None:
+    """Look a model up by HF id or short name; quantization words in the name (FP8, AWQ,
+    GPTQ-Int4) set `quantization`. None when unknown."""
+    last = name.rstrip("/").split("/")[-1]
+    key, quant = _strip(_norm(last))
+    facts = _INDEX.get(key)
+    if facts is None:
+        return None
+    return replace(facts, name=last, quantization=quant) if quant or last != facts.name else facts
+
+
+def resolve_model(name_or_path: str):
+    """A local model directory / config.json (via the probe layer), else the built-in table.
+    Raises UnknownModelError with the known names when neither works."""
+    from pathlib import Path
+
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        try:
+            from headroom.probes.model import load_model_shape
+        except ImportError as exc:  # the probe module may not be installed in a partial tree
+            raise UnknownModelError(f"cannot read {path}: model probe unavailable ({exc})") from exc
+        try:
+            return load_model_shape(str(path))
+        except Exception as exc:  # ModelConfigError and friends: say why, do not crash
+            raise UnknownModelError(f"cannot read model config at {path}: {exc}") from exc
+    facts = find_model(name_or_path)
+    if facts is None:
+        raise UnknownModelError(
+            f"unknown model {name_or_path!r}: give a local model directory or config.json, "
+            f"or one of: {', '.join(known_model_names())}"
+        )
+    return facts

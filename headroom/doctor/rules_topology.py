@@ -1,0 +1,300 @@
+"""Topology and host rules: links between the TP group's GPUs, PP versus TP, NCCL and /dev/shm.
+
+TP over PHB/NODE/SYS stages every all-reduce through host memory: it wants a smaller TP with
+PP across the slow hops. PP inside a node with fast links at low concurrency wants TP instead
+(bubbles, and one token's latency crosses every stage). NCCL and /dev/shm problems are
+"other": no engine knob fixes them.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor import actions as A
+from headroom.doctor.findings import Action, Finding
+
+_SLOW = ("PHB", "NODE", "SYS", "SOC")
+
+
+def _verdict(ctx, tp: int):
+    matrix = ctx.inputs.topology
+    if matrix is None or tp < 2:
+        return None
+    try:
+        from headroom.probes.topology_verdict import tp_verdicts
+    except ImportError:
+        return None
+    verdicts = tp_verdicts(matrix, [tp])
+    return verdicts[0] if verdicts else None
+
+
+def tp_over_slow_links(ctx) -> list[Finding]:
+    tp = ctx.knobs.tp
+    verdict = _verdict(ctx, tp)
+    if verdict is None or verdict.level not in ("poor",):
+        return []
+    evidence = [
+        f"TP {tp} on GPUs {', '.join(map(str, verdict.gpus))}: weakest link {verdict.weakest_link}",
+        *verdict.reasons,
+    ]
+    smaller = None
+    if ctx.model is not None:
+        smaller = max(
+            [t for t in A.valid_tps(ctx.model, tp - 1) if tp % t == 0] or [None],
+            key=lambda t: t or 0,
+        )
+    else:
+        smaller = 2 if tp > 2 and tp % 2 == 0 else None
+    acts = []
+    if smaller:
+        acts.append(
+            Action(
+                "tensor_parallel_size",
+                "lower",
+                smaller,
+                f"keep TP on the fast links; {verdict.weakest_link} stages all-reduce through the CPU",
+                "each GPU holds more of the model: less KV cache per GPU",
+            )
+        )
+        acts.append(
+            A.raise_pp(
+                ctx, tp // smaller * ctx.knobs.pp, "spread the layers over the same GPUs in stages"
+            )
+        )
+    severity = "warning"
+    return [
+        Finding(
+            "tp-over-slow-links",
+            2,
+            severity,
+            f"Tensor parallel size {tp} crosses {verdict.weakest_link} links",
+            tuple(evidence),
+            tuple(a for a in acts if a is not None),
+        )
+    ]
+
+
+def pp_at_low_concurrency(ctx) -> list[Finding]:
+    """PP inside one node with fast links while few requests run: TP serves them faster."""
+    pp, tp = ctx.knobs.pp, ctx.knobs.tp
+    if pp < 2 or ctx.inputs.nodes > 1:
+        return []
+    total = tp * pp
+    verdict = _verdict(ctx, total)
+    fast = verdict is not None and verdict.level == "good"
+    if verdict is None and ctx.gpu is not None:
+        fast = ctx.gpu.nvlink
+    running = [
+        m.total.requests_running
+        for m in ctx.inputs.metrics_history[-12:]
+        if getattr(m, "total", None) is not None and m.total.requests_running is not None
+    ]
+    low = bool(running) and max(running) < 2 * pp
+    if not (fast and (low or not running)):
+        return []
+    if ctx.model is not None and total not in A.valid_tps(ctx.model, total):
+        return []
+    evidence = [f"TP {tp} x PP {pp} inside one node with fast links"]
+    if running:
+        evidence.append(
+            f"at most {max(running):.0f} requests running: too few to fill {pp} pipeline stages"
+        )
+    acts = (
+        Action(
+            "tensor_parallel_size",
+            "raise",
+            total,
+            "TP uses every GPU for every token",
+            "all-reduce on every layer, which NVLink carries easily",
+        ),
+        Action(
+            "pipeline_parallel_size",
+            "lower",
+            1,
+            "no bubbles, one hop per token",
+            "none on fast links",
+        ),
+    )
+    return [
+        Finding(
+            "pp-inside-fast-node",
+            3,
+            "warning" if running else "info",
+            "Pipeline parallel inside a fast node: tensor parallel would serve faster",
+            tuple(evidence),
+            acts,
+        )
+    ]
+
+
+def nccl_and_shm(ctx) -> list[Finding]:
+    out = []
+    shm = ctx.of("shm_full")
+    if shm:
+        out.append(
+            Finding(
+                "shm-full",
+                None,
+                "error",
+                "/dev/shm is too small for NCCL",
+                (
+                    shm[0].line.strip(),
+                    "give the container more shared memory: docker --shm-size=10g or --ipc=host; "
+                    "in Kubernetes mount an in-memory emptyDir at /dev/shm",
+                ),
+                (),
+            )
+        )
+    host = ctx.inputs.host
+    if (
+        host is not None
+        and ctx.knobs.tp * ctx.knobs.pp > 1
+        and host.shm_total_bytes is not None
+        and host.shm_total_bytes < 1 * 2**30
+        and not shm
+    ):
+        out.append(
+            Finding(
+                "shm-small",
+                None,
+                "warning",
+                f"/dev/shm is only {host.shm_total_bytes / 2**20:.0f} MiB for a multi-GPU run",
+                (
+                    "NCCL stages traffic through /dev/shm when P2P is off; Docker's default is 64 MiB",
+                ),
+                (),
+            )
+        )
+    watchdog = ctx.of("watchdog_timeout")
+    if watchdog:
+        out.append(
+            Finding(
+                "nccl-watchdog-timeout",
+                None,
+                "error",
+                "A collective operation hung (NCCL watchdog)",
+                (
+                    watchdog[0].line.strip()[:300],
+                    "usually one rank died or PCIe peer-to-peer is broken on this board",
+                ),
+                (
+                    Action(
+                        "disable_custom_all_reduce",
+                        "set",
+                        True,
+                        "rule out vLLM's custom all-reduce; also try NCCL_P2P_DISABLE=1",
+                        "slightly slower all-reduce on small messages",
+                    ),
+                ),
+            )
+        )
+    nccl = ctx.of("nccl_error")
+    if nccl and not shm:
+        warns = [e.line.strip() for e in ctx.of("nccl_warn")][:3]
+        out.append(
+            Finding(
+                "nccl-error",
+                None,
+                "error",
+                "NCCL failed to set up the GPUs' communication",
+                (
+                    nccl[0].line.strip(),
+                    *warns,
+                    "rerun with NCCL_DEBUG=INFO: the NCCL WARN line before the error names the cause",
+                ),
+                (),
+            )
+        )
+    allreduce = ctx.of("custom_allreduce_disabled")
+    if allreduce and ctx.knobs.tp > 2:
+        out.append(
+            Finding(
+                "custom-allreduce-off",
+                2,
+                "info",
+                "vLLM's fast all-reduce is off: these GPUs have no full NVLink mesh",
+                (allreduce[0].line.strip(),),
+                (),
+            )
+        )
+    env = getattr(host, "nccl_env", None) or {}
+    if env.get("NCCL_P2P_DISABLE") == "1" and ctx.gpu is not None and ctx.gpu.nvlink:
+        out.append(
+            Finding(
+                "nccl-p2p-disabled",
+                None,
+                "warning",
+                "NCCL_P2P_DISABLE=1 on NVLink GPUs",
+                ("NCCL then copies through host memory instead of NVLink",),
+                (),
+            )
+        )
+    unknown = ctx.of("unrecognized_arguments")
+    if unknown:
+        out.append(
+            Finding(
+                "unrecognized-arguments",
+                None,
+                "error",
+                "vLLM rejected a flag",
+                (
+                    unknown[0].line.strip(),
+                    "flags change between versions (e.g. --swap-space is gone in 0.18)",
+                ),
+                (),
+            )
+        )
+    return out
+
+
+def engine_died(ctx) -> list[Finding]:
+    """The engine died and no other rule explained why: say so, point at the traceback."""
+    dead = ctx.of("engine_core_failed", "engine_dead", "worker_died")
+    if not dead:
+        return []
+    lines = [e.line.strip() for e in dead[:2]]
+    tb = [e.line.strip() for e in ctx.of("traceback")][-1:]
+    return [Finding("engine-died", None, "error", "The vLLM engine stopped", tuple(lines + tb), ())]
+
+
+def memory_gate(ctx) -> list[Finding]:
+    """Before start: other processes already hold more than (1 - utilization) of a GPU."""
+    snap = ctx.inputs.gpus
+    if (
+        snap is None
+        or not getattr(snap, "available", False)
+        or ctx.of("free_memory_below_utilization")
+    ):
+        return []
+    util = ctx.utilization
+    out = []
+    for g in snap.gpus:
+        if g.lost or not g.memory_total or g.memory_free is None:
+            continue
+        if any(p.is_vllm for p in g.processes):
+            continue  # vLLM itself is running there; the gate only applies before start
+        need = g.memory_total * util
+        if g.memory_free < need and (g.memory_total - g.memory_free) > 0.5 * 2**30:
+            free_share = g.memory_free / g.memory_total
+            out.append(
+                Finding(
+                    f"memory-gate-gpu{g.index}",
+                    None,
+                    "warning",
+                    f"GPU {g.index} has {g.memory_free / 2**30:.2f} GiB free, less than "
+                    f"utilization {util:.2f} asks for",
+                    (
+                        f"{(g.memory_total - g.memory_free) / 2**30:.2f} GiB already in use; vLLM refuses to start "
+                        f"when free < total x gpu_memory_utilization",
+                    ),
+                    tuple(
+                        a
+                        for a in (
+                            A.lower_utilization(ctx, free_share - 0.02, "fit in what is free"),
+                        )
+                        if a
+                    ),
+                )
+            )
+    return out
+
+
+RULES = (tp_over_slow_links, pp_at_low_concurrency, nccl_and_shm, engine_died, memory_gate)

@@ -1,0 +1,155 @@
+"""Ranking, the no-opposite-actions invariant, and the five step statuses.
+
+Ranking: errors first; among them the failure that stops vLLM earliest in its start-up order
+is the root cause (a config error before an OOM before a KV shortage), then runtime
+warnings, then info. Conflicts: once a higher-ranked finding turns a knob one way, an action
+turning the same knob the other way is removed from every lower-ranked finding (and the
+removal is said in that finding's evidence), so the list never tells a person to do both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from headroom.doctor.findings import STEP_NAMES, Finding, StepStatus
+
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+# Start-up order of vLLM: config checks, the memory gate, weight loading, profiling, KV sizing.
+_ID_ORDER = (
+    "unrecognized-arguments",
+    "tp-heads-not-divisible",
+    "world-size-too-large",
+    "pp-unsupported",
+    "free-memory-below-utilization",
+    "memory-gate",
+    "foreign-process",
+    "cuda-oom-foreign-process",
+    "shm-full",
+    "nccl-error",
+    "nccl-watchdog-timeout",
+    "cuda-oom-weights",
+    "predicted-no-kv-memory",
+    "no-cache-memory",
+    "cuda-oom",
+    "max-seq-len-exceeds-kv",
+    "predicted-max-seq-len-exceeds-kv",
+    "nvlink-down",
+    "ecc",
+    "kv-full-preemptions",
+    "queue-growing-kv-full",
+    "ttft-rising-waiting",
+    "tp-over-slow-links",
+    "pp-bubbles",
+    "pp-inside-fast-node",
+    "kv-capacity-thin",
+)
+
+
+def _order(finding: Finding) -> tuple[int, int]:
+    for i, prefix in enumerate(_ID_ORDER):
+        if finding.id.startswith(prefix):
+            return _SEVERITY_ORDER[finding.severity], i
+    if finding.id == "engine-died":
+        return _SEVERITY_ORDER[finding.severity], len(_ID_ORDER) + 1  # a symptom, never the cause
+    return _SEVERITY_ORDER[finding.severity], len(_ID_ORDER)
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    unique: dict[str, Finding] = {}
+    for f in findings:
+        unique.setdefault(f.id, f)
+    return sorted(unique.values(), key=_order)
+
+
+def _opposite(a: str, b: str) -> bool:
+    return {a, b} == {"raise", "lower"}
+
+
+def resolve_conflicts(findings: list[Finding]) -> list[Finding]:
+    """Drop actions that turn a knob against a higher-ranked finding's action on it."""
+    claimed: dict[str, tuple[str, object, str]] = {}  # knob -> (direction, value, finding id)
+    out = []
+    for f in findings:
+        kept, dropped = [], []
+        for a in f.actions:
+            prior = claimed.get(a.knob)
+            conflict = prior is not None and (
+                _opposite(prior[0], a.direction)
+                or (
+                    prior[0] == "set" == a.direction
+                    and a.value is not None
+                    and prior[1] is not None
+                    and prior[1] != a.value
+                )
+            )
+            if conflict:
+                dropped.append(
+                    f"not proposing to {a.direction} {a.knob}: {prior[2]} wants it {prior[0]}d"
+                )
+            else:
+                kept.append(a)
+        for a in kept:
+            claimed.setdefault(a.knob, (a.direction, a.value, f.id))
+        if dropped:
+            f = replace(f, actions=tuple(kept), evidence=f.evidence + tuple(dropped))
+        out.append(f)
+    return out
+
+
+def step_statuses(findings: list[Finding], ctx) -> tuple[StepStatus, ...]:
+    statuses = []
+    for step, name in STEP_NAMES.items():
+        mine = [f for f in findings if f.step == step]
+        if any(f.severity == "error" for f in mine):
+            worst = next(f for f in mine if f.severity == "error")
+            statuses.append(StepStatus(step, name, "fail", worst.title))
+            continue
+        if any(f.severity == "warning" for f in mine):
+            worst = next(f for f in mine if f.severity == "warning")
+            statuses.append(StepStatus(step, name, "warn", worst.title))
+            continue
+        statuses.append(StepStatus(step, name, *_ok_or_unknown(step, ctx, mine)))
+    return tuple(statuses)
+
+
+def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
+    acc = ctx.account
+    model, knobs = ctx.model, ctx.knobs
+    if step == 1:
+        if acc is not None:
+            return "ok", (
+                f"weights {acc.weights_gib:.2f} GiB per GPU leave {acc.kv_cache_gib:.2f} GiB "
+                f"for KV at TP {acc.tp} x PP {acc.pp}"
+            )
+        if ctx.events and not ctx.of("cuda_oom", "no_cache_memory"):
+            return "ok", "the log shows no memory failure"
+        return "unknown", "needs the model (name, --model-config) and the GPUs (--gpus or NVML)"
+    if step == 2:
+        if model is None:
+            return "unknown", "needs the model's head counts"
+        why = f"TP {knobs.tp} divides {model.num_attention_heads} heads and {model.num_kv_heads} KV heads"
+        if ctx.inputs.topology is None and ctx.gpu is None:
+            return "ok", why + "; links unknown (no topology)"
+        return "ok", why
+    if step == 3:
+        if ctx.gpu_count is None:
+            return "unknown", "needs the GPU count"
+        return "ok", f"TP {knobs.tp} x PP {knobs.pp} on {ctx.gpu_count} GPU(s) per node"
+    if step == 4:
+        if acc is not None:
+            return "ok", (
+                f"KV cache {acc.kv_capacity_tokens:,} tokens = {acc.max_concurrency:.2f} requests "
+                f"of {acc.max_model_len:,}"
+            )
+        if ctx.inputs.metrics_history:
+            return "ok", "no KV pressure in the metrics"
+        return "unknown", "needs a log, metrics, or model + GPUs"
+    if step == 5:
+        kv = (knobs.kv_cache_dtype or "auto").lower()
+        if kv.startswith("fp8"):
+            return "ok", f"KV cache already in {kv}"
+        if acc is not None or ctx.inputs.metrics_history or ctx.events:
+            return "ok", "fp8 KV cache not needed by the evidence"
+        return "unknown", "nothing to judge KV pressure from"
+    return "unknown", ""
