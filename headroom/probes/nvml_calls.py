@@ -117,7 +117,8 @@ class NvmlCaller:
         `gpu` is the NVML index the call concerns (None for system-wide calls) and `peer` the
         second GPU of pairwise calls; with the scalar arguments they key the NotSupported cache.
         """
-        key = (gpu, peer, name, _hashable(args))
+        # kwargs are part of the key: memory info v2 may be NotSupported where v1 works.
+        key = (gpu, peer, name, _hashable(args) + _hashable(tuple(sorted(kwargs.items()))))
         if key in self._absent:
             return None
         func: Callable[..., Any] | None = getattr(self.nvml, name, None)
@@ -144,4 +145,9 @@ class NvmlCaller:
 
 def _hashable(args: tuple) -> tuple:
     """Handles are opaque objects; the cache key uses only plain scalar arguments."""
-    return tuple(a for a in args if isinstance(a, int | str | float | bool))
+    return tuple(
+        a
+        for a in args
+        if isinstance(a, int | str | float | bool)
+        or (isinstance(a, tuple) and all(isinstance(x, int | str) for x in a))
+    )
