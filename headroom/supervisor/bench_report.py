@@ -143,9 +143,9 @@ def bar_chart(
         cells = []
         for v in values:
             cells.append(_cell(v, top, row, height).rjust(col - 1).ljust(col))
-        label = unit_fmt(top) if row == height else (unit_fmt(0.0) if row == 1 else "")
+        label = unit_fmt(top) if row == height else ""
         lines.append(f"{label.rjust(axis_w)} ┤" + "".join(cells))
-    lines.append(" " * axis_w + " └" + "─" * (col * len(values)))
+    lines.append(unit_fmt(0.0).rjust(axis_w) + " └" + "─" * (col * len(values)))
     lines.append(" " * (axis_w + 2) + "".join(label.rjust(col - 1).ljust(col) for label in labels))
     if mark is not None and 0 <= mark < len(values):
         pointer = [" " * col] * len(values)
@@ -155,9 +155,18 @@ def bar_chart(
     return [line.ljust(width) for line in lines]
 
 
+def column_cells(values: Sequence[float | None], height: int) -> tuple[float, list[list[str]]]:
+    """(top value, rows top to bottom of 2-character cells, one per value): the chart body,
+    for renderers that colour each column themselves (the Bench screen)."""
+    present = [v for v in values if v is not None]
+    top = max(present) if present else 0.0
+    rows = [[_cell(v, top, row, height) for v in values] for row in range(height, 0, -1)]
+    return top, rows
+
+
 def _cell(value: float | None, top: float, row: int, height: int) -> str:
     if value is None or top <= 0:
-        return " "
+        return "  "
     eighths = round(value / top * height * 8)
     filled = eighths - (row - 1) * 8
     if filled >= 8:
@@ -165,6 +174,15 @@ def _cell(value: float | None, top: float, row: int, height: int) -> str:
     if filled <= 0:
         return "  "
     return _BLOCKS[filled] * 2
+
+
+def latency_series(steps: Sequence[StepResult]) -> tuple[str, str]:
+    """End-to-end p95 when every step has one; else TTFT p95, which every step with a first
+    token has (requests longer than a step never finish inside it, so e2e can be missing),
+    and which shows queueing just as plainly."""
+    if steps and all(s.e2e_p95 is not None for s in steps):
+        return "e2e", "e2e_p95"
+    return "TTFT", "ttft_p95"
 
 
 def plots(steps: Sequence[StepResult], knee_index: int | None = None, height: int = 6) -> str:
@@ -176,11 +194,12 @@ def plots(steps: Sequence[StepResult], knee_index: int | None = None, height: in
         title="output tok/s vs concurrency",
         mark=knee_index,
     )
+    name, attr = latency_series(steps)
     lat = bar_chart(
         labels,
-        [s.e2e_p95 for s in steps],
+        [getattr(s, attr) for s in steps],
         height=height,
-        title="e2e p95 (s) vs concurrency",
+        title=f"{name} p95 (s) vs concurrency",
         unit_fmt=lambda v: f"{v:.2f}",
         mark=knee_index,
     )
