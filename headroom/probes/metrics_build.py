@@ -1,0 +1,332 @@
+"""From parsed `vllm:` samples to per-engine, per-model and total `EngineMetrics`.
+
+Names differ across vLLM 0.8-0.33 (vllm-facts.md section 1.5): each field lists its names,
+newest first, and the first one a series carries wins. KV capacity follows section 1.4:
+`kv_cache_size_tokens` is per data-parallel engine, while `num_gpu_blocks` is already the
+sum over the DP engines, so block counts are never added across engines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from headroom.probes.metrics_parse import Exposition, label_float, label_int
+from headroom.probes.metrics_types import EngineMetrics
+from headroom.probes.metrics_window import (
+    HistogramState,
+    WindowTracker,
+    histogram_from_parts,
+    latency_from,
+    merge_histograms,
+)
+
+Key = tuple[str | None, str | None]  # (model_name, engine)
+
+GAUGE_NAMES = {
+    "running": ("vllm:num_requests_running",),
+    "waiting": ("vllm:num_requests_waiting",),
+    "usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+}
+COUNTER_NAMES = {
+    "preemptions": ("vllm:num_preemptions_total",),
+    "prompt_tokens": ("vllm:prompt_tokens_total",),
+    "generation_tokens": ("vllm:generation_tokens_total",),
+    "finished": ("vllm:request_success_total",),
+    "prefix_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
+    "prefix_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+}
+HISTOGRAM_NAMES = {
+    "ttft": ("vllm:time_to_first_token_seconds",),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+    "e2e": ("vllm:e2e_request_latency_seconds",),
+    "queue": ("vllm:request_queue_time_seconds",),
+    "prompt_len": ("vllm:request_prompt_tokens",),
+    "generation_len": ("vllm:request_generation_tokens",),
+}
+CACHE_INFO = "vllm:cache_config_info"
+# cache_config_info labels that mean "tokens != blocks x block_size" (hybrid, Mamba, MLA,
+# sliding window). Without kv_cache_size_tokens such a capacity is reported as unknown.
+_HYBRID_MARKERS = ("mamba_block_size", "mamba_page_size_padded", "sliding_window")
+
+
+@dataclass
+class RawSeries:
+    """Cumulative values of one (model_name, engine) series at one scrape."""
+
+    gauges: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)
+    histograms: dict[str, HistogramState] = field(default_factory=dict)
+
+
+@dataclass
+class RawScrape:
+    series: dict[Key, RawSeries] = field(default_factory=dict)
+    cache_info: dict[str | None, Mapping[str, str]] = field(default_factory=dict)  # by engine
+
+
+def collect(exposition: Exposition) -> RawScrape:
+    """Group the kept samples by series and resolve old/new metric names."""
+    by_name = exposition.by_name()
+    scrape = RawScrape()
+
+    def series(key: Key) -> RawSeries:
+        return scrape.series.setdefault(key, RawSeries())
+
+    for field_name, names in GAUGE_NAMES.items():
+        for key, value in _first_name_per_key(by_name, names, summed=False).items():
+            series(key).gauges[field_name] = value
+    for field_name, names in COUNTER_NAMES.items():
+        for key, value in _first_name_per_key(by_name, names, summed=True).items():
+            series(key).counters[field_name] = value
+    for field_name, names in HISTOGRAM_NAMES.items():
+        taken: set[Key] = set()
+        for name in names:
+            for key, state in _histograms(by_name, name).items():
+                if key not in taken:
+                    taken.add(key)
+                    series(key).histograms[field_name] = state
+    for sample in by_name.get(CACHE_INFO, ()):
+        scrape.cache_info[sample.labels.get("engine")] = sample.labels
+    return scrape
+
+
+def tracker_inputs(
+    scrape: RawScrape,
+) -> tuple[dict[Hashable, float], dict[Hashable, HistogramState]]:
+    counters = {(f, *key): v for key, s in scrape.series.items() for f, v in s.counters.items()}
+    histograms = {(f, *key): h for key, s in scrape.series.items() for f, h in s.histograms.items()}
+    return counters, histograms
+
+
+def build_rows(
+    scrape: RawScrape, tracker: WindowTracker
+) -> tuple[EngineMetrics, tuple[EngineMetrics, ...], tuple[EngineMetrics, ...]]:
+    """(total, engines, models) for one scrape already fed to `tracker`."""
+    keys = sorted(scrape.series, key=lambda k: (k[0] or "", _engine_order(k[1])))
+    by_model: dict[str | None, list[Key]] = {}
+    for key in keys:
+        by_model.setdefault(key[0], []).append(key)
+
+    engines: list[EngineMetrics] = []
+    models: list[EngineMetrics] = []
+    for model, model_keys in by_model.items():
+        dp = len(model_keys) > 1
+        rows = []
+        for key in model_keys:
+            labels = _cache_labels(scrape, key[1])
+            capacity = _positive(labels, "kv_cache_size_tokens")
+            blocks = _positive(labels, "num_gpu_blocks")
+            if capacity is None and not dp:
+                capacity = _blocks_capacity(labels)
+            rows.append(
+                _row(scrape, tracker, [key], model, key[1], capacity, None if dp else blocks)
+            )
+        engines.extend(rows)
+        model_labels = [_cache_labels(scrape, k[1]) for k in model_keys]
+        per_engine = [r.kv_capacity_tokens for r in rows]
+        if all(c is not None for c in per_engine) and any(
+            _positive(lab, "kv_cache_size_tokens") is not None for lab in model_labels
+        ):
+            capacity = sum(per_engine)  # each DP engine has its own cache of that size
+        else:
+            # num_gpu_blocks is already summed over DP engines: take it once.
+            capacity = _blocks_capacity(model_labels[0]) if model_labels else None
+        block_counts = [_positive(lab, "num_gpu_blocks") for lab in model_labels]
+        blocks = max((b for b in block_counts if b is not None), default=None)
+        models.append(_row(scrape, tracker, model_keys, model, None, capacity, blocks, rows))
+
+    model_caps = [m.kv_capacity_tokens for m in models]
+    model_blocks = [m.num_gpu_blocks for m in models]
+    total = _row(
+        scrape,
+        tracker,
+        keys,
+        models[0].model_name if len(models) == 1 else None,
+        None,
+        sum(model_caps) if models and all(c is not None for c in model_caps) else None,  # type: ignore[misc]
+        sum(model_blocks) if models and all(b is not None for b in model_blocks) else None,  # type: ignore[misc]
+        models,
+    )
+    return total, tuple(engines), tuple(models)
+
+
+def _row(
+    scrape: RawScrape,
+    tracker: WindowTracker,
+    keys: Sequence[Key],
+    model: str | None,
+    engine: str | None,
+    capacity: int | None,
+    blocks: int | None,
+    parts: Sequence[EngineMetrics] = (),
+) -> EngineMetrics:
+    series = [scrape.series[k] for k in keys]
+    labels = [_cache_labels(scrape, k[1]) for k in keys]
+    usage = _usage(series, parts, capacity)
+    free = None
+    if parts and all(p.kv_free_tokens is not None for p in parts):
+        free = sum(p.kv_free_tokens for p in parts)  # type: ignore[misc]
+    elif capacity is not None and usage is not None:
+        free = max(0, int(round(capacity * (1.0 - usage))))
+    avg_tokens = _average_request_tokens(tracker, keys)
+    headroom = free / avg_tokens if free is not None and avg_tokens else None
+    hits = _window_sum(tracker, "prefix_hits", keys)
+    queries = _window_sum(tracker, "prefix_queries", keys)
+
+    def window(field_name: str) -> HistogramState | None:
+        return merge_histograms(tracker.window_histogram((field_name, *k)) for k in keys)
+
+    return EngineMetrics(
+        model_name=model,
+        engine=engine,
+        kv_cache_usage=usage,
+        kv_capacity_tokens=capacity,
+        kv_free_tokens=free,
+        headroom_requests=headroom,
+        block_size=_common(label_int(lab, "block_size") for lab in labels),
+        num_gpu_blocks=blocks,
+        cache_dtype=_common(lab.get("cache_dtype") for lab in labels),
+        gpu_memory_utilization=_common(
+            label_float(lab, "gpu_memory_utilization") for lab in labels
+        ),
+        kv_cache_memory_bytes=_common(label_int(lab, "kv_cache_memory_bytes") for lab in labels),
+        requests_running=_sum(s.gauges.get("running") for s in series),
+        requests_waiting=_sum(s.gauges.get("waiting") for s in series),
+        preemptions_total=_sum(s.counters.get("preemptions") for s in series),
+        preemptions_per_s=_rate(tracker, "preemptions", keys),
+        prompt_tokens_per_s=_rate(tracker, "prompt_tokens", keys),
+        generation_tokens_per_s=_rate(tracker, "generation_tokens", keys),
+        avg_request_tokens=avg_tokens,
+        ttft=latency_from(window("ttft")),
+        itl=latency_from(window("itl")),
+        e2e=latency_from(window("e2e")),
+        queue=latency_from(window("queue")),
+        finished_requests_per_s=_rate(tracker, "finished", keys),
+        prefix_cache_hit_rate=hits / queries if hits is not None and queries else None,
+    )
+
+
+def _usage(
+    series: Sequence[RawSeries], parts: Sequence[EngineMetrics], capacity: int | None
+) -> float | None:
+    """An engine's own gauge; for a group, the capacity-weighted mean of its parts."""
+    if not parts:
+        return _clean(_mean(s.gauges.get("usage") for s in series))
+    if len(parts) == 1:
+        return parts[0].kv_cache_usage
+    usages = [p.kv_cache_usage for p in parts]
+    weights = [p.kv_capacity_tokens for p in parts]
+    if all(u is not None for u in usages) and all(w for w in weights):
+        weighted = sum(u * w for u, w in zip(usages, weights, strict=True))  # type: ignore[operator]
+        return _clean(weighted / sum(weights))  # type: ignore[arg-type]
+    return _clean(_mean(usages))
+
+
+def _average_request_tokens(tracker: WindowTracker, keys: Sequence[Key]) -> float | None:
+    """Prompt + generated tokens of recent finished requests; lifetime mean as fallback."""
+    for source in (tracker.window_histogram, tracker.lifetime_histogram):
+        prompt = merge_histograms(source(("prompt_len", *k)) for k in keys)
+        generated = merge_histograms(source(("generation_len", *k)) for k in keys)
+        if prompt is None or prompt.sum is None or not prompt.total > 0:
+            continue
+        generated_sum = generated.sum if generated is not None and generated.sum else 0.0
+        average = (prompt.sum + generated_sum) / prompt.total
+        if average > 0 and math.isfinite(average):
+            return average
+    return None
+
+
+def _blocks_capacity(labels: Mapping[str, str]) -> int | None:
+    blocks, size = _positive(labels, "num_gpu_blocks"), _positive(labels, "block_size")
+    if blocks is None or size is None or _looks_hybrid(labels):
+        return None
+    return blocks * size
+
+
+def _positive(labels: Mapping[str, str], key: str) -> int | None:
+    value = label_int(labels, key)
+    return value if value is not None and value > 0 else None
+
+
+def _looks_hybrid(labels: Mapping[str, str]) -> bool:
+    if labels.get("is_attention_free") == "True" or "mla" in labels.get("cache_dtype", ""):
+        return True
+    return any(labels.get(m, "None") not in ("None", "0", "") for m in _HYBRID_MARKERS)
+
+
+def _cache_labels(scrape: RawScrape, engine: str | None) -> Mapping[str, str]:
+    info = scrape.cache_info
+    if engine in info:
+        return info[engine]
+    if None in info:  # older pages: one cache_config_info without an engine label
+        return info[None]
+    return info[next(iter(info))] if len(info) == 1 else {}
+
+
+def _first_name_per_key(by_name, names: Sequence[str], summed: bool) -> dict[Key, float]:
+    values: dict[Key, float] = {}
+    for name in names:
+        found: dict[Key, float] = {}
+        for sample in by_name.get(name, ()):
+            key = (sample.labels.get("model_name"), sample.labels.get("engine"))
+            found[key] = found.get(key, 0.0) + sample.value if summed else sample.value
+        for key, value in found.items():
+            values.setdefault(key, value)
+    return values
+
+
+def _histograms(by_name, name: str) -> dict[Key, HistogramState]:
+    buckets: dict[Key, dict[float, float]] = {}
+    sums: dict[Key, float] = {}
+    counts: dict[Key, float] = {}
+    for sample in by_name.get(name + "_bucket", ()):
+        try:
+            bound = float(sample.labels.get("le", "nan"))
+        except ValueError:
+            continue
+        key = (sample.labels.get("model_name"), sample.labels.get("engine"))
+        buckets.setdefault(key, {})[bound] = sample.value
+    for suffix, target in (("_sum", sums), ("_count", counts)):
+        for sample in by_name.get(name + suffix, ()):
+            target[(sample.labels.get("model_name"), sample.labels.get("engine"))] = sample.value
+    states = {}
+    for key, per_bound in buckets.items():
+        state = histogram_from_parts(per_bound, sums.get(key), counts.get(key))
+        if state is not None:
+            states[key] = state
+    return states
+
+
+def _rate(tracker: WindowTracker, field_name: str, keys: Sequence[Key]) -> float | None:
+    return _sum(tracker.rate((field_name, *k)) for k in keys)
+
+
+def _window_sum(tracker: WindowTracker, field_name: str, keys: Sequence[Key]) -> float | None:
+    return _sum(tracker.window_increment((field_name, *k)) for k in keys)
+
+
+def _sum(values) -> float | None:
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(present) if present else None
+
+
+def _mean(values) -> float | None:
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(present) / len(present) if present else None
+
+
+def _clean(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _common(values):
+    distinct = {v for v in values if v is not None}
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def _engine_order(engine: str | None) -> tuple[int, str]:
+    if engine is not None and engine.isdigit():
+        return int(engine), ""
+    return 1 << 30, engine or ""
