@@ -360,10 +360,13 @@ def run_attach(
     return int(result or 0)
 
 
-def run_serve(supervisor: Any, interval: float = 1.0, theme: str | None = None) -> int:
-    """`headroom serve`: the dashboard over a `Supervisor`; starts it if it is not running.
-    Stopping the server on exit is the caller's job (it owns the supervisor)."""
-    sources = LiveSources(supervisor=supervisor)
+def run_serve(
+    supervisor: Any, interval: float = 1.0, theme: str | None = None, *, stop_on_exit: bool = True
+) -> int:
+    """`headroom serve` / `headroom demo`: the dashboard over a `Supervisor`. Starts the
+    server inside the app's event loop if it is not running yet, and (by default) stops it
+    when the app quits, while that loop still exists."""
+    sources = LiveSources(supervisor=supervisor, stop_on_exit=stop_on_exit)
     app = HeadroomApp(sources, interval=interval, theme=theme)
     result = app.run()
     return int(result or 0)

@@ -112,8 +112,10 @@ class LiveSources(DataSources):
         log_path: str | None = None,
         supervisor: Any = None,
         window_s: float = 60.0,
+        stop_on_exit: bool = False,
     ) -> None:
         self.supervisor = supervisor
+        self.stop_on_exit = stop_on_exit
         self.url = url or getattr(supervisor, "url", None)
         self.window_s = window_s
         self.gpus_local = supervisor is not None or url_is_local(self.url)
@@ -128,6 +130,7 @@ class LiveSources(DataSources):
         self._digest: Any = None
         self._metrics_probe: Any = None
         self._nvml_probe: Any = None
+        self._start_error: str | None = None
         self._event_listeners: list[Callable[[Any], None]] = []
         self._supervisor_lines: list[str] = []
         self._log_subscribed = False
@@ -158,7 +161,11 @@ class LiveSources(DataSources):
         if self.supervisor is not None and hasattr(self.supervisor, "start"):
             state = str(getattr(self.supervisor, "state", "")).lower()
             if state in {"", "stopped", "serverstate.stopped"}:
-                await self.supervisor.start()
+                try:
+                    await self.supervisor.start()
+                except Exception as exc:  # preflight/launch errors: shown as the failure
+                    self._start_error = f"{type(exc).__name__}: {exc}"
+                    raise
 
     async def read_server_state(self) -> tuple[str, str | None] | None:
         if self.supervisor is None:
@@ -166,7 +173,10 @@ class LiveSources(DataSources):
         state = getattr(self.supervisor, "state", None)
         value = getattr(state, "value", state)
         detail = getattr(self.supervisor, "failure_reason", None)
-        return (str(value).lower() if value is not None else "unknown", detail)
+        state_text = str(value).lower() if value is not None else "unknown"
+        if state_text == "stopped" and self._start_error:
+            return "failed", self._start_error
+        return state_text, detail
 
     # -- metrics ------------------------------------------------------------------------
     async def scrape_metrics(self) -> Any:
@@ -288,5 +298,5 @@ class LiveSources(DataSources):
             result = closer()
             if asyncio.iscoroutine(result):
                 await result
-        if self.supervisor is not None and getattr(self.supervisor, "_headroom_owned", False):
+        if self.supervisor is not None and self.stop_on_exit:
             await self.supervisor.stop()

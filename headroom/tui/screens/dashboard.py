@@ -11,6 +11,7 @@ from headroom.tui.widgets.finding_line import FindingLine
 from headroom.tui.widgets.gpu_strip import GpuStrip
 from headroom.tui.widgets.kv_panel import KvPanel
 from headroom.tui.widgets.server_facts import ServerFacts
+from headroom.tui.widgets.server_notice import ServerNotice
 from headroom.tui.widgets.serving_stats import ServingStats
 
 
@@ -21,6 +22,7 @@ class DashboardScreen(HeadroomScreen):
 
     def compose_body(self) -> ComposeResult:
         yield ServerFacts()
+        yield ServerNotice()
         with VerticalScroll(id="dashboard-body"):
             yield KvPanel(classes="panel")
             yield ServingStats(classes="panel")
@@ -32,6 +34,7 @@ class DashboardScreen(HeadroomScreen):
         metrics_reason = _metrics_reason(store)
         if what in {"all", "metrics", "server"}:
             self.query_one(ServerFacts).show(store.server.command, engine)
+            self.query_one(ServerNotice).show(store)
             self.query_one(KvPanel).show(engine, list(store.kv_history), metrics_reason)
             self.query_one(ServingStats).show(engine, metrics_reason)
         if what in {"all", "gpus"}:

@@ -1,0 +1,151 @@
+"""`headroom demo [NAME] [--list] [--theme T]`: a simulated vLLM server with the full dashboard.
+
+The simulator (`headroom.simulator`) stands in for vLLM on simulated GPUs; Headroom's own
+supervisor launches it exactly as it would launch vLLM (launcher "sim"), and the GPU panels
+read the simulated GPUs through the NVML stand-in. The default scenario tells the story:
+start-up fails with vLLM's own message, the Doctor screen (4) proposes the fix, the restart
+dialog shows the flag diff, one key restarts, and a built-in load fills the KV cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIME_SCALE = 1.0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="headroom demo",
+        description="Run a simulated vLLM scenario with the full dashboard (no GPU needed).",
+    )
+    parser.add_argument("name", nargs="?", default=None, help="scenario name (default: the story)")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument(
+        "--theme",
+        default=None,
+        help="headroom-dark (default), headroom-light, headroom-high-contrast",
+    )
+    parser.add_argument("--interval", type=float, default=1.0, help="refresh interval in seconds")
+    parser.add_argument(
+        "--time-scale", type=float, default=None, help="simulated seconds per wall second"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the demo's temporary files")
+    return parser
+
+
+def _scenarios_api() -> tuple[Any, Any] | None:
+    try:
+        from headroom.simulator import list_scenarios, load_scenario
+    except ImportError:
+        return None
+    return list_scenarios, load_scenario
+
+
+def _describe(scenario: Any) -> tuple[str, str]:
+    if isinstance(scenario, str):
+        return scenario, ""
+    name = getattr(scenario, "name", None) or str(scenario)
+    text = getattr(scenario, "description", None) or getattr(scenario, "summary", None) or ""
+    return str(name), " ".join(str(text).split())
+
+
+def list_main() -> int:
+    api = _scenarios_api()
+    if api is None:
+        print(
+            "headroom demo: the simulator's scenarios are not available in this build",
+            file=sys.stderr,
+        )
+        return 2
+    list_scenarios, _ = api
+    entries = [_describe(s) for s in list_scenarios()]
+    width = max((len(name) for name, _ in entries), default=0)
+    for name, text in entries:
+        print(f"{name.ljust(width)}  {text}".rstrip())
+    return 0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def scenario_argv(scenario: Any) -> tuple[str, list[str]]:
+    """(model, vLLM flags) the scenario starts with."""
+    model = getattr(scenario, "model", None) or "demo-model"
+    for attribute in ("flags", "serve_flags", "vllm_flags", "args"):
+        flags = getattr(scenario, attribute, None)
+        if flags:
+            return str(model), [str(token) for token in flags]
+    return str(model), []
+
+
+def build_supervisor(name: str | None, workdir: Path, time_scale: float | None) -> tuple[Any, str]:
+    """A Supervisor over the simulator for scenario `name`. Returns (supervisor, scenario name)."""
+    from headroom.cmdline import parse_command
+    from headroom.supervisor import Supervisor
+
+    api = _scenarios_api()
+    scenario = None
+    if api is not None:
+        _, load_scenario = api
+        scenario = load_scenario(name) if name else load_scenario()
+    scenario_name = _describe(scenario)[0] if scenario is not None else (name or "default")
+    model, flags = scenario_argv(scenario)
+    state = workdir / "sim-state.json"
+    env = {
+        "HEADROOM_SIM_SCENARIO": scenario_name,
+        "HEADROOM_SIM_STATE": str(state),
+        "HEADROOM_NVML_STANDIN": str(state),
+    }
+    if time_scale is not None:
+        env["HEADROOM_SIM_TIME_SCALE"] = str(time_scale)
+    # This process reads the same simulated GPUs (NVML probe, topology) as the server.
+    os.environ["HEADROOM_NVML_STANDIN"] = str(state)
+    command = parse_command(["vllm", "serve", model, "--port", str(free_port()), *flags])
+    supervisor = Supervisor(command, launcher="sim", env=env, data_dir=workdir / "data")
+    return supervisor, scenario_name
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.list:
+        return list_main()
+    try:
+        from headroom.themes import resolve_theme_name
+
+        resolve_theme_name(args.theme)
+    except ValueError as exc:
+        print(f"headroom demo: {exc}", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="headroom-demo-"))
+    try:
+        try:
+            supervisor, _ = build_supervisor(args.name, workdir, args.time_scale)
+        except (LookupError, ValueError, FileNotFoundError) as exc:
+            print(
+                f"headroom demo: {exc}\n(headroom demo --list shows the scenarios)", file=sys.stderr
+            )
+            return 2
+        except ImportError as exc:
+            print(f"headroom demo: {exc.name} is not available in this build", file=sys.stderr)
+            return 2
+        from headroom.tui.app import run_serve
+
+        return run_serve(supervisor, interval=args.interval, theme=args.theme)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))
