@@ -31,7 +31,7 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         estimate = nums.get("estimated_max_len") or nums.get("kv_tokens")
         evidence = [event.line.strip()]
         extra = None
-        if "needed_gib" in nums and "available_gib" in nums:
+        if nums.get("needed_gib", 0) > nums.get("available_gib", 0) and "available_gib" in nums:
             extra = nums["needed_gib"] - nums["available_gib"]
             evidence.append(
                 f"short by {nums['needed_gib']:.2f} - {nums['available_gib']:.2f} = {extra:.2f} GiB of KV cache"

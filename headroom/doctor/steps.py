@@ -97,7 +97,12 @@ def resolve_conflicts(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+def ctx_findings(ctx) -> list[Finding]:
+    return getattr(ctx, "_ranked_findings", [])
+
+
 def step_statuses(findings: list[Finding], ctx) -> tuple[StepStatus, ...]:
+    ctx._ranked_findings = findings
     statuses = []
     for step, name in STEP_NAMES.items():
         mine = [f for f in findings if f.step == step]
@@ -147,6 +152,14 @@ def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
         return "unknown", "needs a log, metrics, or model + GPUs"
     if step == 5:
         kv = (knobs.kv_cache_dtype or "auto").lower()
+        wanting = [
+            f for f in ctx_findings(ctx) if any(a.knob == "kv_cache_dtype" for a in f.actions)
+        ]
+        if wanting and not kv.startswith("fp8"):
+            return (
+                "warn",
+                f"an fp8 KV cache would double the tokens ({wanting[0].id}); needs a quality check",
+            )
         if kv.startswith("fp8"):
             return "ok", f"KV cache already in {kv}"
         if acc is not None or ctx.inputs.metrics_history or ctx.events:

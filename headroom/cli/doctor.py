@@ -1,0 +1,197 @@
+"""`headroom doctor`: diagnose a vLLM set-up from whatever is at hand (headless, for scripts).
+
+    headroom doctor --log vllm.log
+    headroom doctor --log vllm.log --gpus 2xRTX4090 -- vllm serve MODEL -tp 2
+    headroom doctor --metrics http://127.0.0.1:8000 --json
+    headroom doctor --metrics before.txt --metrics after.txt --topo topo.txt -- --tensor-parallel-size 4
+
+Every input is optional; the doctor says what it lacked. Exit status: 0 when nothing is at
+warning or above, 1 when something is, 2 for bad input. `--json` prints
+{"findings": [...], "steps": [...], "lacking": [...]} (schema in the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="headroom doctor",
+        description="Name what is wrong with a vLLM set-up, with evidence and the knob to turn.",
+        epilog="Everything after -- is the vLLM command line (vllm serve MODEL ..., "
+        "python -m vllm.entrypoints.openai.api_server --model M ..., or flags alone).",
+    )
+    p.add_argument("--log", help="a vLLM log file ('-' = stdin)")
+    p.add_argument(
+        "--metrics",
+        action="append",
+        default=[],
+        metavar="URL|FILE",
+        help="a server URL (scraped 3 times, 2 s apart) or saved /metrics pages, oldest first",
+    )
+    p.add_argument("--topo", help="a saved `nvidia-smi topo -m` output")
+    p.add_argument(
+        "--model-config", help="a local model directory or config.json (or a known model name)"
+    )
+    p.add_argument(
+        "--gpus", help="COUNTxNAME[:MEMORY_GIB] when NVML is not there, e.g. 8xH100, 2xGPU:16"
+    )
+    p.add_argument(
+        "--vllm-version", help="the vLLM version (else from the log, else the newest known)"
+    )
+    p.add_argument("--nvml", action="store_true", help="also read this machine's GPUs through NVML")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, []
+
+
+class InputError(ValueError):
+    pass
+
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _metrics(sources: list[str]) -> list:
+    if not sources:
+        return []
+    from headroom.probes.metrics import MetricsProbe
+
+    history = []
+    urls = [s for s in sources if s.startswith(("http://", "https://"))]
+    files = [s for s in sources if s not in urls]
+    if files:
+        probe = MetricsProbe("http://saved-metrics", window_s=3600)
+        for i, path in enumerate(files):
+            history.append(probe.ingest(_read_text(path), now=float(i * 10)))
+    for url in urls:
+        import asyncio
+
+        async def scrape_a_few(url=url):
+            async with MetricsProbe(url) as probe:
+                out = []
+                for i in range(3):
+                    out.append(await probe.scrape())
+                    if i < 2:
+                        await asyncio.sleep(2)
+                return out
+
+        try:
+            snaps = asyncio.run(scrape_a_few())
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
+        history.extend(snaps)
+    return history
+
+
+def build_inputs(args, vllm_argv: list[str]):
+    from headroom.doctor import DoctorInputs
+    from headroom.doctor.gpu_spec import parse_gpu_spec
+    from headroom.doctor.model_table import UnknownModelError, resolve_model
+
+    command = None
+    if vllm_argv:
+        from headroom.cmdline import parse_command
+
+        command = parse_command(vllm_argv)
+    log = None
+    if args.log:
+        text = _read_text(args.log)
+        try:
+            from headroom.probes.vllm_log import digest_text
+
+            log = digest_text(text)
+        except ImportError:
+            log = text  # the doctor reads raw text itself when the log reader is absent
+    topology = None
+    if args.topo:
+        from headroom.probes.topology import parse_topo_text
+
+        topology = parse_topo_text(_read_text(args.topo))
+    model = None
+    if args.model_config:
+        try:
+            model = resolve_model(args.model_config)
+        except UnknownModelError as exc:
+            raise InputError(str(exc)) from exc
+    gpu_spec = parse_gpu_spec(args.gpus) if args.gpus else None
+    gpus = None
+    if args.nvml:
+        from headroom.probes.nvml import NvmlProbe
+
+        gpus = NvmlProbe().read()
+    return DoctorInputs(
+        command=command,
+        log=log,
+        metrics_history=tuple(_metrics(args.metrics)),
+        gpus=gpus,
+        gpu_spec=gpu_spec,
+        topology=topology,
+        model=model,
+        vllm_version=args.vllm_version,
+    )
+
+
+def render_text(diagnosis) -> str:
+    out = []
+    marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "unknown": "?   "}
+    out.append("Five steps")
+    for s in diagnosis.steps:
+        out.append(f"  {marks.get(s.status, s.status)} {s.step}. {s.name}")
+        out.append(f"         {s.why}")
+    if not diagnosis.findings:
+        out.append("\nNo findings.")
+    for i, f in enumerate(diagnosis.findings, 1):
+        where = f"step {f.step}" if f.step else "other"
+        out.append(f"\n{i}. [{f.severity}] {f.title}  ({where}, {f.id})")
+        for line in f.evidence:
+            out.append(f"     | {line}")
+        for a in f.actions:
+            value = "" if a.value is None else f" -> {a.value}"
+            cost = f"; cost: {a.cost}" if a.cost else ""
+            out.append(f"     * {a.direction} {a.knob}{value}: {a.why}{cost}")
+    if diagnosis.lacking:
+        out.append("\nNot available: " + "; ".join(diagnosis.lacking))
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    own, vllm_argv = _split(list(argv))
+    parser = _parser()
+    try:
+        args = parser.parse_args(own)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    from headroom.doctor import diagnose, diagnosis_to_json
+    from headroom.doctor.gpu_spec import GpuSpecError
+
+    try:
+        inputs = build_inputs(args, vllm_argv)
+    except (InputError, GpuSpecError, ValueError) as exc:
+        print(f"headroom doctor: {exc}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    diagnosis = diagnose(inputs)
+    if args.json:
+        print(json.dumps(diagnosis_to_json(diagnosis), indent=2))
+    else:
+        print(render_text(diagnosis))
+        print(f"\n(diagnosed in {time.monotonic() - started:.2f} s)", file=sys.stderr)
+    return 1 if any(f.severity in ("warning", "error") for f in diagnosis.findings) else 0

@@ -1,0 +1,143 @@
+"""`headroom plan`: size a deployment before launch (the five steps forwards).
+
+    headroom plan meta-llama/Llama-3.1-70B-Instruct --gpus 8xH100
+    headroom plan Llama-3.1-70B --gpus 4xRTX4090 --nodes 2 --context 8192 --concurrency 16
+    headroom plan ./my-model --gpus 2xA100:40 --json -- vllm serve ./my-model -tp 2 --max-model-len 32768
+
+Prints the accounting table with its arithmetic, the TP lower and upper bounds and why, the
+TP/PP layout and a recommended `vllm serve` line. Given a command line after `--`, it
+evaluates that one instead. Exit status: 0 when the configuration fits, 1 when it does not,
+2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="headroom plan", description="Size a vLLM deployment before launch."
+    )
+    p.add_argument(
+        "model",
+        metavar="MODEL_OR_CONFIG",
+        help="a local model directory, a config.json, or a known model name",
+    )
+    p.add_argument(
+        "--gpus", required=True, help="COUNTxNAME[:MEMORY_GIB] per node, e.g. 8xH100, 4xRTX4090"
+    )
+    p.add_argument("--nodes", type=int, default=1, help="number of such nodes (default 1)")
+    p.add_argument("--context", type=int, help="tokens per request (default: the model's maximum)")
+    p.add_argument(
+        "--concurrency", type=int, default=1, help="requests at full context at once (default 1)"
+    )
+    p.add_argument("--goal", choices=("latency", "throughput"), default="latency")
+    p.add_argument("--vllm-version", help="plan for this vLLM version (default: the newest known)")
+    p.add_argument("--json", action="store_true", help="print JSON (keys in the README)")
+    return p
+
+
+def render_text(p) -> str:
+    a = p.account
+    rows = [
+        ("GPU memory (CUDA total)", f"{a.gpu_usable_gib:.2f} GiB"),
+        ("budget (x utilization)", f"{a.budget_gib:.2f} GiB  (utilization {a.utilization:.2f})"),
+        ("weights", f"{a.weights_gib:.2f} GiB"),
+        ("activation peak", f"{a.activation_gib:.2f} GiB"),
+        ("non-torch overhead", f"{a.overhead_gib:.2f} GiB"),
+        (
+            "CUDA graphs",
+            f"{a.cudagraph_gib:.2f} GiB ({'in' if a.cudagraph_in_budget else 'outside'} budget)",
+        ),
+        (
+            "KV cache",
+            f"{a.kv_cache_gib:.2f} GiB = {a.kv_capacity_tokens:,} tokens "
+            f"({a.kv_bytes_per_token:,} B/token)",
+        ),
+        ("max_model_len that fits", f"{a.max_model_len_fit:,}"),
+        ("requests at full length", f"{a.max_concurrency:.2f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    out = [
+        f"{p.model_name} on {p.nodes} node(s) x {p.gpu.describe()}, vLLM {a.version}, goal {p.goal}",
+        f"wanted: {p.concurrency} x {p.context:,} tokens",
+        "",
+        f"Per GPU, at TP {p.tp} x PP {p.pp}" + (f" x DP {p.dp}" if p.dp > 1 else ""),
+    ]
+    out += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    out += ["", "Arithmetic"] + [f"  {line}" for line in a.arithmetic]
+    lower = p.tp_lower if p.tp_lower is not None else "none"
+    out += [
+        "",
+        f"TP lower bound: {lower} ({p.tp_lower_why})",
+        f"TP upper bound: {p.tp_upper} ({p.tp_upper_why})",
+    ]
+    out += ["", "Five steps"]
+    out += [f"  {status.upper():4} {step}. {text}" for step, status, text in p.steps]
+    out += [f"note: {n}" for n in p.notes]
+    out += [
+        "",
+        ("Evaluated" if p.evaluated_command else "Recommended") + " command:",
+        "  " + " ".join(p.command),
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    argv = list(argv)
+    vllm_argv: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, vllm_argv = argv[:i], argv[i + 1 :]
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec
+    from headroom.doctor.model_table import UnknownModelError, resolve_model
+    from headroom.doctor.planner import plan, plan_to_json
+
+    try:
+        if (
+            args.nodes < 1
+            or args.concurrency < 1
+            or (args.context is not None and args.context < 1)
+        ):
+            raise ValueError("--nodes, --concurrency and --context must be positive")
+        gpu = parse_gpu_spec(args.gpus)
+        model = resolve_model(args.model)
+        command = None
+        if vllm_argv:
+            from headroom.cmdline import parse_command
+
+            command = parse_command(vllm_argv)
+        result = plan(
+            model,
+            gpu,
+            nodes=args.nodes,
+            context=args.context,
+            concurrency=args.concurrency,
+            goal=args.goal,
+            version=args.vllm_version,
+            command=command,
+        )
+    except (GpuSpecError, UnknownModelError, ValueError) as exc:
+        print(f"headroom plan: {exc}", file=sys.stderr)
+        return 2
+    if command is None and result.command:
+        # Keep the name exactly as the user wrote it (an HF id or a path) in the command line.
+        result = _with_model_arg(result, args.model)
+    print(json.dumps(plan_to_json(result), indent=2) if args.json else render_text(result))
+    return 0 if result.fits else 1
+
+
+def _with_model_arg(result, name: str):
+    from dataclasses import replace
+
+    argv = list(result.command)
+    if len(argv) > 2 and argv[:2] == ["vllm", "serve"]:
+        argv[2] = name
+    return replace(result, command=tuple(argv))

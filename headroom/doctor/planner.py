@@ -1,0 +1,269 @@
+"""`headroom plan`: the five steps forwards, before launch.
+
+1. Memory -> the lowest TP whose per-GPU weights leave KV room for context x concurrency.
+2. Heads and interconnect -> the highest TP: heads must divide (vLLM's exact rule), and
+   without NVLink TP stays at 4 or below (PCIe all-reduce on every layer).
+3. TP inside a node, PP across nodes: PP only when one node cannot hold the model.
+4. gpu_memory_utilization first, then max_model_len; max_num_seqs from the concurrency.
+5. fp8 KV cache only when the wanted tokens do not fit otherwise (needs a quality check).
+Goal "latency" takes the highest TP in bounds; "throughput" the lowest, with the node's other
+GPUs as data-parallel replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from headroom.doctor.gpu_spec import GpuSpec
+from headroom.doctor.memory_model import Knobs, MemoryAccount, account, heads_valid
+from headroom.doctor.versions import default_utilization, effective_version
+
+PCIE_TP_LIMIT = 4
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A layout, its accounting and the reasons, ready to print or dump as JSON."""
+
+    model_name: str
+    gpu: GpuSpec
+    nodes: int
+    context: int
+    concurrency: int
+    goal: str
+    tp: int
+    pp: int
+    dp: int
+    account: MemoryAccount
+    tp_lower: int | None
+    tp_lower_why: str
+    tp_upper: int
+    tp_upper_why: str
+    steps: tuple[tuple[int, str, str], ...]  # (step, status, text)
+    command: tuple[str, ...]
+    fits: bool
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    evaluated_command: bool = False
+
+
+def _valid(model, limit: int) -> list[int]:
+    return [tp for tp in range(1, limit + 1) if heads_valid(model, tp)]
+
+
+def _acc(model, gpu, knobs, version, tp, pp) -> MemoryAccount:
+    return account(model, gpu, replace(knobs, tp=tp, pp=pp), version)
+
+
+def _fits(acc: MemoryAccount, wanted: int) -> bool:
+    return acc.kv_cache_gib > 0 and acc.kv_capacity_tokens >= wanted
+
+
+def plan(
+    model,
+    gpu: GpuSpec,
+    *,
+    nodes: int = 1,
+    context: int | None = None,
+    concurrency: int = 1,
+    goal: str = "latency",
+    version: str | None = None,
+    command=None,
+) -> Plan:
+    """Choose (or, given a command line, evaluate) a TP/PP layout for `model` on `gpu` x nodes."""
+    if goal not in ("latency", "throughput"):
+        raise ValueError(f"goal must be latency or throughput, not {goal!r}")
+    from headroom.doctor.memory_model import knobs_from_command
+
+    base = knobs_from_command(command) if command is not None else Knobs()
+    ver = effective_version(version)
+    context = context or base.max_model_len or model.max_position_embeddings or 8192
+    concurrency = max(concurrency, 1)
+    wanted = context * concurrency
+    base = replace(base, max_model_len=context)
+    if command is None:
+        base = replace(base, max_num_seqs=concurrency if concurrency > 1 else None)
+    per_node = gpu.count
+    notes: list[str] = []
+
+    valid = _valid(model, per_node)
+    # Step 2: the upper bound.
+    upper = max(valid) if valid else 1
+    upper_why = f"{model.num_attention_heads} heads / {model.num_kv_heads} KV heads allow TP {valid} within {per_node} GPUs"
+    if not gpu.nvlink and upper > PCIE_TP_LIMIT:
+        upper = max(t for t in valid if t <= PCIE_TP_LIMIT)
+        upper_why += f"; no NVLink, so TP <= {PCIE_TP_LIMIT} (all-reduce over PCIe on every layer)"
+    # Step 1: the lower bound, inside one node.
+    lower = next(
+        (t for t in valid if t <= upper and _fits(_acc(model, gpu, base, version, t, 1), wanted)),
+        None,
+    )
+    if lower is not None:
+        lower_why = f"TP {lower} is the smallest that holds the weights and {wanted:,} KV tokens"
+    else:
+        lower_why = f"no TP up to {upper} in one node holds the weights and {wanted:,} KV tokens"
+
+    if command is not None:
+        tp, pp = base.tp, base.pp
+        notes.append("evaluating the given command line")
+    elif lower is not None:
+        tp, pp = (upper if goal == "latency" else lower), 1
+    else:
+        # Step 3: PP across nodes, TP inside each.
+        tp, pp = upper, 1
+        for p in range(2, max(nodes, 1) + 1):
+            t = next(
+                (
+                    t
+                    for t in valid
+                    if t <= upper and _fits(_acc(model, gpu, base, version, t, p), wanted)
+                ),
+                None,
+            )
+            if t is not None:
+                tp, pp = (upper if goal == "latency" else t), p
+                break
+        else:
+            pp = max(nodes, 1)
+    acc = _acc(model, gpu, base, version, tp, pp)
+    fits = _fits(acc, wanted)
+    kv_dtype = base.kv_cache_dtype
+    if not fits and not kv_dtype.startswith("fp8") and command is None:
+        fp8 = account(model, gpu, replace(base, tp=tp, pp=pp, kv_cache_dtype="fp8"), version)
+        if _fits(fp8, wanted):
+            acc, fits, kv_dtype = fp8, True, "fp8"
+            notes.append(
+                "step 5: only an fp8 KV cache holds the wanted tokens; check output quality"
+            )
+    if not fits:
+        where = "with the given flags" if command is not None else f"on {nodes} node(s)"
+        notes.append(
+            f"does not fit {where}: lower --context or --concurrency, add GPUs, or quantize"
+        )
+    dp = max(per_node // tp, 1) if (goal == "throughput" and pp == 1 and command is None) else 1
+    steps = _steps(
+        model,
+        gpu,
+        acc,
+        lower,
+        lower_why,
+        upper,
+        upper_why,
+        tp,
+        pp,
+        nodes,
+        wanted,
+        fits,
+        kv_dtype,
+        ver,
+    )
+    argv = _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command)
+    return Plan(
+        getattr(model, "name", "model"),
+        gpu,
+        nodes,
+        context,
+        concurrency,
+        goal,
+        tp,
+        pp,
+        dp,
+        acc,
+        lower,
+        lower_why,
+        upper,
+        upper_why,
+        steps,
+        tuple(argv),
+        fits,
+        tuple(notes),
+        command is not None,
+    )
+
+
+def _steps(
+    model, gpu, acc, lower, lower_why, upper, upper_why, tp, pp, nodes, wanted, fits, kv_dtype, ver
+):
+    s1 = (
+        "ok" if lower is not None else "warn",
+        f"{lower_why}; weights {acc.weights_gib:.2f} GiB per GPU",
+    )
+    s2 = ("ok" if heads_valid(model, tp) else "fail", upper_why)
+    if pp > 1 and nodes > 1:
+        s3 = ("ok", f"TP {tp} inside each node, PP {pp} across {nodes} nodes")
+    elif pp > 1:
+        s3 = ("warn", f"PP {pp} inside one node: prefer TP when the links allow")
+    else:
+        s3 = ("ok", f"TP {tp} inside one node, no PP")
+    s4 = (
+        "ok" if fits else "fail",
+        f"utilization {acc.utilization:.2f}: KV {acc.kv_capacity_tokens:,} tokens for {wanted:,} wanted "
+        f"(max_model_len fits up to {acc.max_model_len_fit:,})",
+    )
+    s5 = (
+        "ok",
+        "fp8 KV cache needed to fit" if kv_dtype.startswith("fp8") else "16-bit KV cache is enough",
+    )
+    if not fits:
+        s5 = ("warn", "even fp8 KV does not reach the wanted tokens")
+    return tuple((i + 1, status, text) for i, (status, text) in enumerate((s1, s2, s3, s4, s5)))
+
+
+def _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command) -> list[str]:
+    if command is not None:
+        try:
+            from headroom.cmdline import render
+
+            return render(command)
+        except ImportError:
+            return []
+    argv = ["vllm", "serve", getattr(model, "name", "MODEL"), "--tensor-parallel-size", str(tp)]
+    if pp > 1:
+        argv += ["--pipeline-parallel-size", str(pp)]
+    if dp > 1:
+        argv += ["--data-parallel-size", str(dp)]
+    argv += ["--max-model-len", str(min(acc.max_model_len, max(acc.max_model_len_fit, 16)))]
+    if base.max_num_seqs:
+        argv += ["--max-num-seqs", str(base.max_num_seqs)]
+    if acc.utilization != default_utilization(ver):
+        argv += ["--gpu-memory-utilization", f"{acc.utilization:.2f}"]
+    if kv_dtype != "auto":
+        argv += ["--kv-cache-dtype", kv_dtype]
+    return argv
+
+
+def plan_to_json(p: Plan) -> dict[str, object]:
+    """The `headroom plan --json` document (keys listed in the README)."""
+    a = p.account
+    return {
+        "model": p.model_name,
+        "gpus": p.gpu.describe(),
+        "nodes": p.nodes,
+        "vllm_version": a.version,
+        "goal": p.goal,
+        "context": p.context,
+        "concurrency": p.concurrency,
+        "tensor_parallel_size": p.tp,
+        "pipeline_parallel_size": p.pp,
+        "data_parallel_size": p.dp,
+        "tp_lower_bound": p.tp_lower,
+        "tp_lower_reason": p.tp_lower_why,
+        "tp_upper_bound": p.tp_upper,
+        "tp_upper_reason": p.tp_upper_why,
+        "gpu_memory_utilization": a.utilization,
+        "budget_gib_per_gpu": a.budget_gib,
+        "weights_gib_per_gpu": a.weights_gib,
+        "activation_gib": a.activation_gib,
+        "overhead_gib": a.overhead_gib,
+        "cudagraph_gib": a.cudagraph_gib,
+        "kv_cache_gib_per_gpu": a.kv_cache_gib,
+        "kv_bytes_per_token": a.kv_bytes_per_token,
+        "kv_capacity_tokens": a.kv_capacity_tokens,
+        "max_model_len": a.max_model_len,
+        "max_model_len_fit": a.max_model_len_fit,
+        "max_concurrency": a.max_concurrency,
+        "fits": p.fits,
+        "steps": [{"step": s, "status": st, "why": text} for s, st, text in p.steps],
+        "arithmetic": list(a.arithmetic),
+        "command": list(p.command),
+        "notes": list(p.notes),
+    }
