@@ -1,0 +1,198 @@
+"""`headroom attach URL`: watch a running vLLM server.
+
+    headroom attach http://127.0.0.1:8000                 # the live dashboard (Textual)
+    headroom attach 127.0.0.1:8000 --once                 # one snapshot as text
+    headroom attach 127.0.0.1:8000 --once --json          # one snapshot as JSON
+
+`--once` scrapes twice, `--interval` seconds apart, so rates and windowed latencies exist.
+Exit status: 0 server up (or up with engine metrics off), 1 down / slow / not vLLM / error,
+2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import sys
+
+from headroom.probes.metrics import (
+    EngineMetrics,
+    Latency,
+    MetricsProbe,
+    ServerMetrics,
+    normalize_base_url,
+    snapshot_to_json,
+)
+
+REACHABLE_STATES = ("up", "metrics_off")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="headroom attach",
+        description="Watch a running vLLM server: KV-cache headroom, queue, latency, throughput.",
+        epilog="Exit status: 0 up, 1 down or not vLLM, 2 bad usage.",
+    )
+    parser.add_argument("url", help="the server, e.g. http://127.0.0.1:8000 (or host:port)")
+    parser.add_argument(
+        "--interval", type=float, default=1.0, metavar="S", help="seconds between scrapes (1)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, metavar="S", help="scrape timeout in seconds (5)"
+    )
+    parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    parser.add_argument("--json", action="store_true", help="with --once: print JSON")
+    parser.add_argument("--theme", metavar="NAME", help="dashboard theme")
+    logs = parser.add_mutually_exclusive_group()
+    logs.add_argument("--log-from", metavar="FILE", help="follow the server's log file")
+    logs.add_argument(
+        "--log-cmd",
+        nargs=argparse.REMAINDER,
+        metavar="CMD",
+        help="follow the output of a command (e.g. --log-cmd docker logs -f vllm); put it last",
+    )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help is 0, a usage error 2
+        return int(exit_.code or 0)
+    problem = _check(args)
+    if problem:
+        print(f"headroom attach: {problem}", file=sys.stderr)
+        return 2
+    url = normalize_base_url(args.url)
+    if args.once:
+        snapshot = asyncio.run(snapshot_once(url, args.interval, args.timeout))
+        if args.json:
+            print(json.dumps(snapshot_to_json(snapshot), indent=2, allow_nan=False))
+        else:
+            print(format_snapshot(snapshot))
+        return 0 if snapshot.state in REACHABLE_STATES else 1
+    return _run_dashboard(url, args)
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    if not args.interval > 0:
+        return "--interval must be a positive number of seconds"
+    if not args.timeout > 0:
+        return "--timeout must be a positive number of seconds"
+    if args.json and not args.once:
+        return "--json needs --once (the dashboard is interactive)"
+    if args.log_cmd is not None and not args.log_cmd:
+        return "--log-cmd needs a command after it"
+    try:
+        normalize_base_url(args.url)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+async def snapshot_once(url: str, interval: float, timeout: float) -> ServerMetrics:
+    """Two scrapes `interval` apart (rates need two); stops early if the server is not up."""
+    async with MetricsProbe(url, timeout_s=timeout) as probe:
+        first = await probe.scrape()
+        if first.state != "up":
+            return first
+        await asyncio.sleep(interval)
+        return await probe.scrape()
+
+
+def _run_dashboard(url: str, args: argparse.Namespace) -> int:
+    try:
+        from headroom.tui.app import run_attach
+    except ImportError as error:
+        print(
+            f"headroom attach: the dashboard is not available in this build ({error}); "
+            "use --once or --once --json",
+            file=sys.stderr,
+        )
+        return 2
+    kwargs: dict[str, object] = {"url": url, "interval": args.interval, "theme": args.theme}
+    accepted = inspect.signature(run_attach).parameters
+    if args.log_from:
+        kwargs["log_from"] = args.log_from
+    if args.log_cmd:
+        if "log_cmd" in accepted:
+            kwargs["log_cmd"] = list(args.log_cmd)
+        else:
+            print("headroom attach: --log-cmd is not supported by this dashboard yet; "
+                  "showing metrics only", file=sys.stderr)  # fmt: skip
+    kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    return int(run_attach(**kwargs) or 0)
+
+
+# --- text output ----------------------------------------------------------------------
+
+
+def format_snapshot(m: ServerMetrics) -> str:
+    """A readable block for a terminal or a log file (no colour, no Textual)."""
+    lines = [f"{m.url}  {m.state}" + (f": {m.message}" if m.message else "")]
+    if m.state != "up":
+        return "\n".join(lines)
+    total = m.total
+    models = ", ".join(r.model_name or "?" for r in m.models) or "?"
+    lines.append(f"  model     {models}   engines: {len(m.engines)}")
+    lines += _row_lines(total)
+    if len(m.engines) > 1:
+        for engine in m.engines:
+            label = f"{engine.model_name or '?'} engine {engine.engine}"
+            lines.append(f"  [{label}]")
+            lines += ["  " + line for line in _row_lines(engine)]
+    return "\n".join(lines)
+
+
+def _row_lines(row: EngineMetrics) -> list[str]:
+    usage = _percent(row.kv_cache_usage)
+    capacity = _count(row.kv_capacity_tokens)
+    free = _count(row.kv_free_tokens)
+    headroom = "?" if row.headroom_requests is None else f"{row.headroom_requests:,.1f}"
+    size = "?" if row.avg_request_tokens is None else f"{row.avg_request_tokens:,.0f}"
+    return [
+        f"  KV cache  {usage} used of {capacity} tokens, {free} free",
+        f"  headroom  ~{headroom} more requests of ~{size} tokens",
+        f"  requests  {_count(row.requests_running)} running, "
+        f"{_count(row.requests_waiting)} waiting",
+        f"  preempt   {_count(row.preemptions_total)} total, {_per_s(row.preemptions_per_s)}",
+        f"  TTFT      {_latency(row.ttft)}",
+        f"  ITL       {_latency(row.itl)}",
+        f"  E2E       {_latency(row.e2e)}",
+        f"  tokens    prompt {_per_s(row.prompt_tokens_per_s)}, "
+        f"generation {_per_s(row.generation_tokens_per_s)}",
+    ]
+
+
+def _latency(latency: Latency) -> str:
+    if latency.count == 0:
+        return "no requests in the window"
+    if latency.below_first_bucket and latency.p50 is None:
+        bound = _seconds(latency.first_bucket_s)
+        tail = f", p95 {_seconds(latency.p95)}" if latency.p95 is not None else ""
+        return f"p50 < {bound} (mean {_seconds(latency.mean)}){tail}  n={latency.count}"
+    return (
+        f"p50 {_seconds(latency.p50)}  p95 {_seconds(latency.p95)}  "
+        f"p99 {_seconds(latency.p99)}  n={latency.count}"
+    )
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _percent(value: float | None) -> str:
+    return "?" if value is None else f"{value * 100:.1f}%"
+
+
+def _count(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.0f}"
+
+
+def _per_s(value: float | None) -> str:
+    return "?/s" if value is None else f"{value:,.1f}/s"
