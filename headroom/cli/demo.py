@@ -141,7 +141,7 @@ def main(argv: list[str]) -> int:
             return 2
         from headroom.tui.app import run_serve
 
-        return run_serve(supervisor, interval=args.interval, theme=args.theme)
+        return run_serve(supervisor, interval=args.interval, theme=args.theme, stop_on_exit=True)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -284,6 +284,36 @@ class HeadroomApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    async def action_quit(self) -> None:
+        """Quit; when Headroom launched the server, first ask: stop it or leave it running."""
+        running = getattr(self.sources, "server_running", None)
+        alive, pid = running() if running is not None else (False, None)
+        if not alive:
+            self.exit(0)
+            return
+        if getattr(self.sources, "stop_on_exit", False):
+            self._finish_quit("stop")
+            return
+        from headroom.tui.screens.quit import QuitDialog
+
+        if not isinstance(self.screen, QuitDialog):
+            self.push_screen(QuitDialog(pid), self._finish_quit)
+
+    @work(exclusive=True, group="quit", exit_on_error=False)
+    async def _finish_quit(self, choice: str | None) -> None:
+        if not choice:
+            return
+        self.notify("stopping the server…" if choice == "stop" else "leaving the server running…")
+        try:
+            if choice == "stop":
+                await self.sources.stop_server()
+            else:
+                await self.sources.detach_server()
+        except Exception as exc:
+            self.notify(f"could not {choice}: {exc}", severity="error")
+        self.sources.stop_on_exit = False  # done; close() must not stop it again
+        self.exit(0)
+
     def action_next_theme(self) -> None:
         names = list(THEMES)
         current = names.index(self.theme) if self.theme in names else -1
@@ -361,11 +391,12 @@ def run_attach(
 
 
 def run_serve(
-    supervisor: Any, interval: float = 1.0, theme: str | None = None, *, stop_on_exit: bool = True
+    supervisor: Any, interval: float = 1.0, theme: str | None = None, *, stop_on_exit: bool = False
 ) -> int:
     """`headroom serve` / `headroom demo`: the dashboard over a `Supervisor`. Starts the
-    server inside the app's event loop if it is not running yet, and (by default) stops it
-    when the app quits, while that loop still exists."""
+    server inside the app's event loop (or only starts watching a re-adopted one). On quit it
+    asks whether to stop the server or leave it running; with `stop_on_exit` it just stops it
+    (the demo's simulated server has no reason to outlive the demo)."""
     sources = LiveSources(supervisor=supervisor, stop_on_exit=stop_on_exit)
     app = HeadroomApp(sources, interval=interval, theme=theme)
     result = app.run()

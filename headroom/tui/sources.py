@@ -93,6 +93,18 @@ class DataSources:
         Returns (ok, rolled_back, detail)."""
         return False, False, "this session does not manage the server (attached only)"
 
+    def server_running(self) -> tuple[bool, int | None]:
+        """(is a server Headroom launched still running, its pid)."""
+        process = getattr(self.supervisor, "process", None)
+        alive = process is not None and process.alive()
+        return alive, getattr(self.supervisor, "pid", None)
+
+    async def stop_server(self) -> None:
+        await self.supervisor.stop()
+
+    async def detach_server(self) -> None:
+        await self.supervisor.detach()
+
     async def close(self) -> None:
         """Release clients and stop what `start` launched."""
 
@@ -158,9 +170,12 @@ class LiveSources(DataSources):
         return ServerInfo(url=self.url, model=model, command=command, supervised=sup is not None)
 
     async def start(self) -> None:
-        if self.supervisor is not None and hasattr(self.supervisor, "start"):
-            state = str(getattr(self.supervisor, "state", "")).lower()
-            if state in {"", "stopped", "serverstate.stopped"}:
+        sup = self.supervisor
+        if sup is not None and hasattr(sup, "start"):
+            process = getattr(sup, "process", None)
+            alive = process is not None and process.alive()
+            # A re-adopted server is running already; its start() only begins watching.
+            if not alive or getattr(sup, "adopted", False):
                 try:
                     await self.supervisor.start()
                 except Exception as exc:  # preflight/launch errors: shown as the failure
@@ -288,6 +303,18 @@ class LiveSources(DataSources):
         from headroom.tui.restart_driver import drive_restart
 
         return await drive_restart(self.supervisor, changes, progress, self._event_listeners)
+
+    def server_running(self) -> tuple[bool, int | None]:
+        """(is a server Headroom launched still running, its pid)."""
+        process = getattr(self.supervisor, "process", None)
+        alive = process is not None and process.alive()
+        return alive, getattr(self.supervisor, "pid", None)
+
+    async def stop_server(self) -> None:
+        await self.supervisor.stop()
+
+    async def detach_server(self) -> None:
+        await self.supervisor.detach()
 
     async def close(self) -> None:
         if self._nvml_probe is not None and hasattr(self._nvml_probe, "close"):

@@ -19,7 +19,7 @@ class FindingLine(Static):
     """Top doctor finding and what to change; points at the Doctor screen (key 4)."""
 
     DEFAULT_CSS = """
-    FindingLine { height: 1; }
+    FindingLine { height: auto; max-height: 2; }
     """
 
     def show(self, diagnosis: Any, unavailable: str | None) -> None:
