@@ -49,13 +49,16 @@ def _get(record: object, name: str):
     return getattr(record, name, None)
 
 
-def _parallelism(flags: Sequence[str] | None) -> tuple[int | None, int | None]:
-    if not flags:
+def _parallelism(flags: Sequence[str] | None, command: Sequence[str] | None):
+    """(TP, PP) from the journaled flags, else the full command; (None, None) when the run
+    has neither (a server Headroom did not start: its configuration is unknown)."""
+    argv = list(flags) if flags else list(command) if command else None
+    if argv is None:
         return None, None
     try:
         from headroom.cmdline import parse_command
 
-        cmd = parse_command(list(flags))
+        cmd = parse_command(argv)
         tp = cmd.get("tensor_parallel_size", 1)
         pp = cmd.get("pipeline_parallel_size", 1)
         return (int(tp) if tp is not None else 1), (int(pp) if pp is not None else 1)
@@ -109,8 +112,7 @@ def _draft(record: object) -> dict | None:
     workload = bench.get("workload") or {}
     steps = list(bench.get("steps") or ())
     knee = bench.get("knee") or {}
-    flags = _get(record, "flags")
-    tp, pp = _parallelism(flags)
+    tp, pp = _parallelism(_get(record, "flags"), _get(record, "command"))
     thr = [s["output_tokens_per_s"] for s in steps if s.get("output_tokens_per_s") is not None]
     mems = [s["gpu_memory_peak_bytes"] for s in steps if s.get("gpu_memory_peak_bytes") is not None]
     summary = _get(record, "summary") or {}

@@ -1,0 +1,66 @@
+"""A short ramp against the real CPU vLLM (tiny model): the bench reads real streams, real
+`usage`, real /metrics; every figure that the CPU build can give is present.
+
+Uses the shared real server of tests/real_vllm/conftest.py (it only watches, so the server
+is not restarted for this test). Budget: about 30 s of load.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from headroom.supervisor.bench import BenchConfig, run_bench
+from headroom.supervisor.bench_workload import Distribution, Mix
+
+pytestmark = pytest.mark.real_vllm
+
+# Short requests: the tiny model on 2 CPU cores makes a few hundred tokens/s in all.
+SHORT = Distribution(
+    "short", "real-vLLM smoke", mix=Mix("short", "t", (32, 96), (16, 32)), fingerprint="real-short"
+)
+
+_CANDIDATES = ("real_vllm_server", "shared_real_vllm", "real_vllm", "vllm_server")
+
+
+def _server_url(request) -> str:
+    for name in _CANDIDATES:
+        try:
+            server = request.getfixturevalue(name)
+        except pytest.FixtureLookupError:
+            continue
+        url = server if isinstance(server, str) else getattr(server, "url", None)
+        if url:
+            return str(url)
+    pytest.skip("no shared real-vLLM server fixture (tests/real_vllm/conftest.py) available")
+
+
+async def test_short_ramp_against_real_vllm(request) -> None:
+    url = _server_url(request)
+    config = BenchConfig(
+        url,
+        ramp=(1, 2, 4),
+        step_duration_s=6.0,
+        warmup_s=2.0,
+        distribution=SHORT,
+        max_duration_s=60.0,
+        read_gpus=False,
+        request_timeout_s=60.0,
+    )
+    result = await run_bench(config)
+    assert result.stopped_reason is None, result.stopped_reason
+    assert [s.concurrency for s in result.steps] == [1, 2, 4]
+    for step in result.steps:
+        assert step.errors == 0, step.error_examples
+        assert step.requests >= 1
+        assert step.output_tokens_per_s and step.output_tokens_per_s > 0
+        assert step.ttft_p50 is not None and step.itl_p50 is not None
+        # Real usage came back: vLLM honoured max_tokens with ignore_eos.
+        assert step.mean_output_tokens is not None and 16 <= step.mean_output_tokens <= 32
+        assert step.mean_prompt_tokens is not None and step.mean_prompt_tokens > 10
+        # Server-side figures from the real /metrics.
+        assert step.kv_usage_peak is not None and 0 <= step.kv_usage_peak <= 1
+        assert step.waiting_peak is not None and step.preemptions is not None
+    # More concurrency must not make the server slower overall (batching works on CPU too).
+    assert result.steps[1].output_tokens_per_s > 0.8 * result.steps[0].output_tokens_per_s
+    assert result.workload["model"]
+    assert result.knee.reason
