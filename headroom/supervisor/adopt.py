@@ -9,7 +9,6 @@ from headroom.cmdline import CommandLineError, parse_command
 from headroom.supervisor.log_tail import FileTail
 from headroom.supervisor.process import ManagedProcess
 from headroom.supervisor.statefile import ServerRecord, list_states, read_state
-from headroom.supervisor.states import ServerState
 from headroom.supervisor.supervisor import Supervisor
 
 REDACTED_MARK = "***"
@@ -43,7 +42,7 @@ def adopt(record: ServerRecord, **supervisor_kwargs) -> Supervisor:
     elapsed = max(time.time() - record.started_at, 0.0)
     sup._started_mono = time.monotonic() - elapsed
     sup._last_progress = time.monotonic()
-    sup.state = ServerState.STARTING
+    # STOPPED until watch() (or start(), which the TUI calls) begins watching it.
     return sup
 
 

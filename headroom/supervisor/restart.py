@@ -164,15 +164,21 @@ async def after_crash(sup: Supervisor, why: str, *, stop_first: bool = False) ->
         delay_s=delay,
         attempt=sup.crash_count,
     )
-    asyncio.get_running_loop().create_task(_delayed_restart(sup, delay))
+    sup.restart_pending = True
+    sup._crash_task = asyncio.get_running_loop().create_task(_delayed_restart(sup, delay))
 
 
 async def _delayed_restart(sup: Supervisor, delay: float) -> None:
-    await asyncio.sleep(delay)
-    if sup.state != ServerState.FAILED or sup.detached:
-        return  # someone else acted meanwhile (stop, restart, quit)
-    async with sup._restart_lock:
-        await _start_config(sup, sup.command, sup.env, reason="crash restart", parent=sup.run_id)
+    try:
+        await asyncio.sleep(delay)
+        if sup.state != ServerState.FAILED or sup.detached:
+            return  # someone else acted meanwhile (stop, restart, quit)
+        async with sup._restart_lock:
+            await _start_config(
+                sup, sup.command, sup.env, reason="crash restart", parent=sup.run_id
+            )
+    finally:
+        sup.restart_pending = False
 
 
 def auto_fix_changes(diagnosis) -> tuple[dict[str, object], object, object] | None:

@@ -150,6 +150,8 @@ class Supervisor:
         self.crash_count = 0
         self.detached = False
         self.adopted = False  # watching a server an earlier Headroom started
+        self.restart_pending = False  # a crash restart is scheduled (after its back-off)
+        self._crash_task: asyncio.Task | None = None
         self._log_listeners: list[Callable[[list[str]], None]] = []
         self._tail: FileTail | None = None
         self._watch_task: asyncio.Task | None = None
@@ -241,8 +243,12 @@ class Supervisor:
     # -- lifecycle ----------------------------------------------------------------------
     async def start(self, *, reason: str | None = None) -> None:
         """Preflight, launch, and start watching. Raises PreflightError / LaunchError."""
+        if self.adopted and self._watch_task is None and self.process and self.process.alive():
+            await self.watch()  # re-adopted: it runs already, only the watching starts
+            return
         if self.process is not None and self.process.alive():
             raise RuntimeError(f"a server is already running (pid {self.process.pid})")
+        self.adopted = False
         self._reset_run()
         self.run_id = new_run_id()
         if self.preflight_enabled:
@@ -348,11 +354,19 @@ class Supervisor:
 
     async def stop(self, *, outcome: str | None = None) -> None:
         """Stop the server (whole group, escalating signals), then wait for GPU memory."""
+        self._cancel_crash_restart()
         await lifecycle.stop_server(self, outcome=outcome)
+
+    def _cancel_crash_restart(self) -> None:
+        task, self._crash_task = self._crash_task, None
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+        self.restart_pending = False
 
     async def detach(self) -> None:
         """Stop watching but leave the server running; its state file stays for re-adoption."""
         self.detached = True
+        self._cancel_crash_restart()
         await self._cancel_watch()
         self.journal_update(outcome="detached", summary=self.stats.summary())
         self.emit("notice", f"detached; the server keeps running (pid {self.pid})")
@@ -363,6 +377,7 @@ class Supervisor:
             self.emit(
                 "notice", f"re-adopted pid {self.pid} serving {self.url} (log {self.log_path})"
             )
+            self.set_state(ServerState.STARTING, "re-adopted; waiting for /health")
             self._watch_task = asyncio.create_task(self._watch(), name="headroom-supervisor-watch")
 
     async def close(self) -> None:

@@ -1,0 +1,150 @@
+"""`headroom serve --headless`: a subprocess driven like systemd would drive it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from headroom.cli.serve import split_argv
+
+FAKE_VLLM = Path(__file__).parents[1] / "supervisor" / "fake_vllm.py"
+TEMPLATE = f"{sys.executable} {FAKE_VLLM} {{model}} {{flags}}"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_headroom_options_go_before_the_model():
+    ours, model, flags = split_argv(
+        ["--headless", "--auto-fix", "2", "--port", "9", "Qwen/Q", "--headless", "-tp", "2"]
+    )
+    assert ours == ["--headless", "--auto-fix", "2", "--port", "9"]
+    assert model == "Qwen/Q"
+    assert flags == ["--headless", "-tp", "2"]
+    assert split_argv(["--json"]) == (["--json"], None, [])
+
+
+def _serve(tmp_path, *args: str, mode: str = "", max_len: int = 100000):
+    env = dict(
+        os.environ,
+        HEADROOM_DATA_DIR=str(tmp_path / "data"),
+        HEADROOM_CONFIG=str(tmp_path / "none.toml"),
+        FAKE_VLLM_MODE=mode,
+        FAKE_VLLM_MAX_LEN=str(max_len),
+        HEADROOM_NVML_STANDIN="",
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "headroom", "serve", "--launcher", TEMPLATE, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _read_until(proc, predicate, seconds=40.0) -> list[dict]:
+    events = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        events.append(json.loads(line))
+        if predicate(events[-1]):
+            return events
+    raise AssertionError(f"never saw the expected event; got {events}")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_server_group(tmp_path):
+    port = _free_port()
+    proc = _serve(tmp_path, "--headless", "--json", "tiny", "--port", str(port))
+    try:
+        events = _read_until(proc, lambda e: e.get("new") == "ready")
+        (launch,) = [e for e in events if e["kind"] == "launch"]
+        proc.send_signal(signal.SIGTERM)
+        rest = [json.loads(line) for line in proc.stdout]
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert any(e.get("new") == "stopped" for e in rest)
+    assert _gone(launch["pid"])
+
+
+@pytest.mark.slow
+def test_detach_on_exit_leaves_it_running_and_serve_readopts(tmp_path):
+    port = _free_port()
+    proc = _serve(tmp_path, "--headless", "--json", "--detach-on-exit", "tiny", "--port", str(port))
+    pid = None
+    try:
+        events = _read_until(proc, lambda e: e.get("new") == "ready")
+        pid = next(e for e in events if e["kind"] == "launch")["pid"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        assert not _gone(pid)
+        again = _serve(tmp_path, "--headless", "--json", "--port", str(port))
+        try:
+            _read_until(again, lambda e: e.get("new") == "ready")
+            again.send_signal(signal.SIGTERM)
+            assert again.wait(timeout=30) == 0
+        finally:
+            if again.poll() is None:
+                again.kill()
+                again.wait()
+        assert _gone(pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if pid and not _gone(pid):
+            os.killpg(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_startup_failure_without_auto_fix_exits_1_and_changes_nothing(tmp_path):
+    port = _free_port()
+    proc = _serve(
+        tmp_path,
+        "--headless",
+        "--json",
+        "tiny",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "2048",
+        max_len=768,
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["kind"] for e in events].count("launch") == 1
+    assert events[-1]["state"] == "failed" or events[-1]["kind"] == "notice"
+
+
+def test_usage_errors_are_clear(tmp_path):
+    proc = _serve(tmp_path, "--headless")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "give a MODEL" in err
