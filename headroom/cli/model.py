@@ -1,0 +1,73 @@
+"""`headroom model PATH [--json]`: a local model's shape and weight size (never downloads).
+
+PATH is a model directory, a config.json, or a Hugging Face repo id already in the cache.
+Exit status: 0 printed, 1 model not found or config unreadable, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from headroom.probes.model import (
+    ModelConfigError,
+    kv_bytes_per_token,
+    load_model_shape,
+    model_to_json,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="headroom model",
+        description="Print a local model's shape and weight size (read from disk, never downloaded).",
+    )
+    parser.add_argument("path", help="model directory, config.json, or org/name in the HF cache")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _gib(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1024**3:.2f} GiB"
+
+
+def _count(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        shape = load_model_shape(args.path)
+    except ModelConfigError as exc:
+        print(f"headroom model: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(model_to_json(shape), indent=2, default=str))
+        return 0
+    kv = kv_bytes_per_token(shape)
+    rows = [
+        ("model", f"{shape.name}  ({shape.source}: {shape.config_path})"),
+        ("architecture", shape.architecture or "?"),
+        ("layers", shape.num_layers),
+        ("hidden size", shape.hidden_size),
+        ("intermediate size", shape.intermediate_size or "?"),
+        ("attention heads", f"{shape.num_attention_heads} (KV heads {shape.num_kv_heads}, head_dim {shape.head_dim})"),
+        ("vocab", shape.vocab_size or "?"),
+        ("dtype", shape.dtype or "?"),
+        ("max position embeddings", shape.max_position_embeddings or "?"),
+        ("rope scaling", json.dumps(dict(shape.rope_scaling)) if shape.rope_scaling else "none"),
+        ("quantization", shape.quantization or "none"),
+        ("experts", f"{shape.num_experts} ({shape.num_experts_per_token or '?'} per token)" if shape.num_experts else "dense"),
+        ("parameters", _count(shape.param_count)),
+        ("weights", f"{_gib(shape.weight_bytes)} in {shape.weight_files} safetensors file(s)"
+                    + (" (some shards missing)" if shape.weights_complete is False else "")),
+        ("KV cache per token", f"{kv / 1024:.1f} KiB at 16-bit ({kv} bytes)"),
+    ]  # fmt: skip
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label.ljust(width)}  {value}")
+    return 0
