@@ -58,6 +58,10 @@ class BenchConfig:
             raise ValueError("the ramp needs at least one concurrency of 1 or more")
         if self.step_duration_s is None and self.step_requests is None:
             raise ValueError("hold each step for a duration or a request count")
+        if self.step_duration_s is not None and self.step_duration_s <= 0:
+            raise ValueError("the step duration must be positive")
+        if self.step_requests is not None and self.step_requests < 1:
+            raise ValueError("the step request count must be at least 1")
         if self.endpoint not in ("completions", "chat"):
             raise ValueError(f"endpoint must be 'completions' or 'chat', not {self.endpoint!r}")
 
@@ -282,6 +286,7 @@ class _Runner:
 
         async def worker() -> None:
             nonlocal issued
+            failures = 0
             while not self.stop.is_set():
                 if count is not None and issued >= count:
                     return
@@ -294,6 +299,10 @@ class _Runner:
                 result = RequestResult(started_at=time.monotonic())
                 results.append(result)
                 await self.api.send(model, shape, result, self.rng)
+                # A server that fails at once must not be hammered in a tight loop.
+                failures = failures + 1 if result.error else 0
+                if failures:
+                    await asyncio.sleep(min(1.0, 0.02 * 2**failures))
 
         workers = [asyncio.create_task(worker()) for _ in range(conc)]
         pending = set(workers)

@@ -111,6 +111,9 @@ async def test_failing_server_stops_the_ramp_with_the_reason() -> None:
     assert len(result.steps) == 1 and result.steps[0].errors > 0
     assert "every request at concurrency 1 failed" in result.stopped_reason
     assert "HTTP 500: boom" in result.stopped_reason
+    # Backoff: a server failing at once is not hammered in a tight loop.
+    posts = [p for m, p, _ in srv.seen if m == "POST"]
+    assert 1 <= len(posts) < 20
 
 
 async def test_request_budget_caps_the_bench() -> None:
