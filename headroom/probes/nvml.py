@@ -214,6 +214,11 @@ class NvmlProbe:
         self._handles: dict[int, Any] = {}
         self._static: dict[int, dict[str, Any]] = {}
 
+    @property
+    def nvml(self) -> Any:
+        """The pynvml-like module in use (None until the first read, or when none loaded)."""
+        return self._nvml if self._caller is not None else None
+
     # -- life cycle -------------------------------------------------------------------------
     def _start(self) -> NvmlCaller | None:
         if self._started:

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # runtime import would be circular: topology re-exports this module
     from headroom.probes.topology import TopologyMatrix
 
-__all__ = ["TpVerdict", "tp_verdicts", "link_rank", "verdict_to_json", "default_tp_sizes"]
+__all__ = [
+    "TpVerdict",
+    "tp_verdicts",
+    "judge_gpu_set",
+    "link_rank",
+    "verdict_to_json",
+    "default_tp_sizes",
+]
 
 _PCIE_RANK = {"PIX": 500, "PXB": 400, "PHB": 300, "NODE": 200, "SYS": 100, "SOC": 100}
 _EXHAUSTIVE_LIMIT = 16  # C(16, 8) = 12,870 subsets: cheap; beyond that pick greedily
@@ -124,7 +131,12 @@ def _linked_pairs(matrix: TopologyMatrix) -> list[tuple[int, int]]:
     ]
 
 
-def _verdict(matrix: TopologyMatrix, tp: int, gpu_names: Sequence[str] | None) -> TpVerdict:
+def _verdict(
+    matrix: TopologyMatrix,
+    tp: int,
+    gpu_names: Sequence[str] | None,
+    chosen: tuple[int, ...] | None = None,
+) -> TpVerdict:
     n = len(matrix.gpus)
     if tp < 1:
         return TpVerdict(tp, (), None, "impossible", ("TP size must be at least 1",))
@@ -133,8 +145,8 @@ def _verdict(matrix: TopologyMatrix, tp: int, gpu_names: Sequence[str] | None) -
             tp, (), None, "impossible", (f"only {n} GPU(s) in this matrix; TP={tp} needs {tp}",)
         )
     if tp == 1:
-        return TpVerdict(1, (0,), None, "good", ("one GPU: no tensor-parallel traffic",))
-    subset = best_subset(matrix, tp)
+        return TpVerdict(1, chosen or (0,), None, "good", ("one GPU: no tensor-parallel traffic",))
+    subset = chosen if chosen is not None else best_subset(matrix, tp)
     codes = [matrix.links[i][j] for i, j in _pairs(subset)]
     weakest = min(codes, key=link_rank)
     names = ", ".join(str(g) for g in subset)
@@ -208,6 +220,41 @@ def tp_verdicts(
         why = matrix.problems[0] if matrix.problems else "no link matrix"
         return [TpVerdict(tp, (), None, "unknown", (why,)) for tp in sizes]
     return [_verdict(matrix, tp, gpu_names) for tp in sizes]
+
+
+def judge_gpu_set(
+    matrix: TopologyMatrix, gpus: Sequence[int], *, gpu_names: Sequence[str] | None = None
+) -> TpVerdict:
+    """Verdict for the GPUs a server actually uses (e.g. from `visible_gpus`), not the best set.
+
+    Adds a reason when a better-connected set of the same size exists in the box.
+    """
+    chosen = tuple(sorted(set(gpus)))
+    n = len(matrix.gpus)
+    if matrix.confidence == "unreadable" or matrix.kind != "topo-m" or not matrix.links:
+        why = matrix.problems[0] if matrix.problems else "no link matrix"
+        return TpVerdict(len(chosen), chosen, None, "unknown", (why,))
+    if not chosen or any(g < 0 or g >= n for g in chosen):
+        return TpVerdict(
+            len(chosen),
+            chosen,
+            None,
+            "unknown",
+            (f"GPU indices {list(chosen)} are not in this {n}-GPU matrix",),
+        )
+    verdict = _verdict(matrix, len(chosen), gpu_names, chosen)
+    if len(chosen) > 1:
+        best = best_subset(matrix, len(chosen))
+        if _score(matrix, best) > _score(matrix, chosen):
+            better = _verdict(matrix, len(chosen), gpu_names, best)
+            note = (
+                f"GPUs {', '.join(map(str, best))} are better connected (weakest link "
+                f"{better.weakest_link}); set CUDA_VISIBLE_DEVICES={','.join(map(str, best))}"
+            )
+            verdict = TpVerdict(
+                verdict.tp, chosen, verdict.weakest_link, verdict.level, (*verdict.reasons, note)
+            )
+    return verdict
 
 
 def verdict_to_json(verdict: TpVerdict) -> dict:

@@ -196,7 +196,9 @@ async def test_sample_runs_in_a_thread() -> None:
 
 def test_close_shuts_nvml_down() -> None:
     probe, fake = probe_for(rtx4090_2())
+    assert probe.nvml is None  # nothing loaded before the first read
     probe.read()
+    assert probe.nvml is fake  # the TUI hands this module to read_topology
     probe.close()
     assert fake.initialised == 0 and fake.calls["nvmlShutdown"] == 1
 

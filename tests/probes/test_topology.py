@@ -212,3 +212,16 @@ def test_default_tp_sizes_and_subset_choice() -> None:
     assert default_tp_sizes(8) == [1, 2, 4, 8] and default_tp_sizes(5) == [1, 2, 4]
     matrix = parse("consumer-5gpu-2numa-sys-phb-node.txt")
     assert best_subset(matrix, 2) == (1, 2)  # the PHB pair beats every SYS/NODE pair
+
+
+def test_judge_the_gpus_a_server_actually_uses() -> None:
+    from headroom.probes.topology_verdict import judge_gpu_set
+
+    matrix = parse("a100-pcie-8gpu-nv12-bridge-pairs-empty-cpu-affinity-truncated.txt")
+    across = judge_gpu_set(matrix, [1, 2])
+    assert across.gpus == (1, 2) and across.level == "tolerable" and across.weakest_link == "NODE"
+    assert any("CUDA_VISIBLE_DEVICES=0,1" in r for r in across.reasons)
+    paired = judge_gpu_set(matrix, [7, 6])
+    assert paired.gpus == (6, 7) and paired.level == "good"
+    assert not any("better connected" in r for r in paired.reasons)
+    assert judge_gpu_set(matrix, [3, 9]).level == "unknown"
