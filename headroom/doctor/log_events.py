@@ -62,7 +62,7 @@ _FALLBACK: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ),
         ("watchdog_timeout", "error", r"Watchdog caught collective operation timeout"),
         ("nccl_error", "error", r"NCCL error"),
-        ("custom_allreduce_disabled", "warning", r"Custom allreduce is disabled"),
+        ("custom_allreduce_disabled", "warning", r"Custom ?allreduce is disabled"),
         ("nccl_warn", "warning", r"NCCL WARN"),
         ("unrecognized_arguments", "error", r"unrecognized arguments"),
         (

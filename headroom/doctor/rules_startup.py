@@ -77,9 +77,10 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
 
 def no_cache_memory(ctx) -> list[Finding]:
     events = ctx.of("no_cache_memory")
-    if not events:
+    zero = [line for line in ctx.raw_lines if "# GPU blocks: 0," in line]  # V0's way of saying it
+    if not events and not zero:
         return []
-    evidence = [events[0].line.strip()]
+    evidence = [events[0].line.strip() if events else zero[0].strip()]
     acc = ctx.account
     if acc is not None:
         evidence.append(
@@ -117,6 +118,8 @@ def _oom_phase(ctx, event: LE.Event) -> str:
     nums = LE.oom_numbers(event.line)
     if "failed to load model" in around or "load_weights" in around:
         return "weights"
+    if "allocate_kv_cache" in around or "initialize_kv_cache" in around or "cache_engine" in around:
+        return "kv-alloc"
     if "sampler" in around or "warming up sampler" in around:
         return "sampler"
     if "captur" in around or nums.get("graph_pools_gib", 0) > 1.0:
@@ -154,6 +157,18 @@ def cuda_oom(ctx) -> list[Finding]:
     if nums.get("process_count", 0) > 1:
         evidence.append(f"{int(nums['process_count'])} processes hold memory on this GPU")
     acc = ctx.account
+    if nums.get("process_count", 0) > 1:
+        acts = [A.lower_utilization(ctx, None, "another process's memory is on this GPU too")]
+        return [
+            Finding(
+                "cuda-oom-foreign-process",
+                None,
+                "error",
+                "Out of GPU memory: other processes share this GPU",
+                tuple(evidence),
+                _compact(acts),
+            )
+        ]
     if phase == "weights":
         tp = A.lowest_fitting_tp(ctx)
         if acc is not None:
@@ -181,18 +196,6 @@ def cuda_oom(ctx) -> list[Finding]:
                 _compact(acts),
             )
         ]
-    if nums.get("process_count", 0) > 1:
-        acts = [A.lower_utilization(ctx, None, "another process's memory is on this GPU too")]
-        return [
-            Finding(
-                "cuda-oom-foreign-process",
-                None,
-                "error",
-                "Out of GPU memory: another process shares this GPU",
-                tuple(evidence),
-                _compact(acts),
-            )
-        ]
     seqs = ctx.knobs.max_num_seqs or (acc.max_num_seqs if acc else 256)
     batched = ctx.knobs.max_num_batched_tokens or (acc.batched_tokens if acc else 2048)
     if phase == "sampler":
@@ -203,6 +206,12 @@ def cuda_oom(ctx) -> list[Finding]:
             A.lower_utilization(ctx, None, "leaves room for the sampler's fp32 logits"),
         ]
         title = "Out of GPU memory warming up the sampler (max_num_seqs dummy requests)"
+    elif phase == "kv-alloc":
+        acts = [
+            A.lower_utilization(ctx, None, "the KV cache was sized larger than what is free"),
+            A.lower_batched_tokens(batched, "a smaller activation peak per step"),
+        ]
+        title = "Out of GPU memory allocating the KV cache"
     elif phase == "graphs":
         acts = [
             A.enforce_eager("CUDA-graph capture needs memory outside the KV cache"),

@@ -204,7 +204,7 @@ def nccl_and_shm(ctx) -> list[Finding]:
             )
         )
     allreduce = ctx.of("custom_allreduce_disabled")
-    if allreduce and ctx.knobs.tp > 2:
+    if allreduce and (ctx.knobs.tp > 2 or ctx.inputs.command is None):
         out.append(
             Finding(
                 "custom-allreduce-off",
@@ -212,6 +212,34 @@ def nccl_and_shm(ctx) -> list[Finding]:
                 "info",
                 "vLLM's fast all-reduce is off: these GPUs have no full NVLink mesh",
                 (allreduce[0].line.strip(),),
+                (),
+            )
+        )
+    raw = ctx.raw_lines
+    if any("via SHM/direct" in line or "via direct shared memory" in line for line in raw):
+        out.append(
+            Finding(
+                "nccl-shm-transport",
+                2,
+                "info",
+                "GPUs in one node exchange data through host shared memory, not peer-to-peer",
+                (
+                    "NCCL channels show `via SHM`: TP all-reduce is staged through the CPU; "
+                    "keep TP small on these GPUs or use PP",
+                ),
+                (),
+            )
+        )
+    if any(
+        "NET/IB : No device found" in line or "Failed to open libibverbs" in line for line in raw
+    ) and any("NET/Socket" in line for line in raw):
+        out.append(
+            Finding(
+                "nccl-tcp-between-nodes",
+                3,
+                "info",
+                "NCCL falls back to TCP sockets between nodes (no InfiniBand/RoCE found)",
+                ("PP across nodes tolerates this; TP across nodes over TCP does not",),
                 (),
             )
         )

@@ -1,0 +1,113 @@
+"""The memory model's rules, each checked against the formula or vLLM's own behaviour."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.memory_model import (
+    GIB,
+    Knobs,
+    account,
+    heads_valid,
+    kv_bytes_per_token,
+    weights_gib_per_gpu,
+    with_log_facts,
+)
+from headroom.doctor.model_table import find_model
+from headroom.doctor.versions import batch_defaults, cudagraph_in_budget, default_utilization
+
+LLAMA_8B = find_model("meta-llama/Llama-3.1-8B-Instruct")
+LLAMA_70B = find_model("Llama-3.1-70B")
+
+
+def test_kv_bytes_per_token_is_the_formula():
+    # 2 (K and V) x 32 layers x 8 KV heads x 128 head_dim x 2 bytes
+    assert kv_bytes_per_token(LLAMA_8B) == 2 * 32 * 8 * 128 * 2
+    # TP 4 leaves 2 KV heads per GPU; TP 16 would replicate: never below one head
+    assert kv_bytes_per_token(LLAMA_70B, tp=4) == 2 * 80 * 2 * 128 * 2
+    assert kv_bytes_per_token(LLAMA_70B, tp=16) == 2 * 80 * 1 * 128 * 2
+
+
+def test_fp8_kv_halves_bytes_and_pp_takes_the_fullest_stage():
+    assert kv_bytes_per_token(LLAMA_70B, 8, 1, "fp8") * 2 == kv_bytes_per_token(LLAMA_70B, 8, 1)
+    # 80 layers over PP 3: the fullest stage has 27 layers
+    assert kv_bytes_per_token(LLAMA_70B, 1, 3) == 2 * 27 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize(
+    ("heads", "kv", "tp", "ok"),
+    [
+        (64, 8, 8, True),
+        (64, 8, 16, True),  # KV heads replicated: 16 is a multiple of 8
+        (48, 8, 6, False),  # the vllm-facts example: "8 is not divisible by 6"
+        (4, 2, 3, False),  # the real CPU capture serve-fail-tp3-heads4.log
+        (40, 8, 4, True),
+        (28, 4, 8, False),  # 28 heads do not divide by 8
+        (32, 8, 32, True),
+    ],
+)
+def test_heads_valid_is_vllms_rule(heads, kv, tp, ok):
+    model = replace(LLAMA_8B, num_attention_heads=heads, num_kv_heads=kv)
+    assert heads_valid(model, tp) is ok
+
+
+def test_version_rules():
+    assert default_utilization((0, 19, 0)) == 0.9
+    assert default_utilization((0, 20, 0)) == 0.92
+    assert not cudagraph_in_budget((0, 20, 0)) and cudagraph_in_budget((0, 21, 0))
+    assert batch_defaults((0, 33, 0), 79.1, "H100", 131072) == (8192, 1024)
+    assert batch_defaults((0, 33, 0), 79.1, "A100", 131072) == (2048, 256)
+    assert batch_defaults((0, 6, 4), 23.6, "RTX3090", 20000) == (20000, 256)
+
+
+def test_weights_split_by_tp_and_pp():
+    one = weights_gib_per_gpu(LLAMA_70B, 1, 1)
+    assert one == pytest.approx(70.55e9 * 2 / GIB, rel=0.01)
+    assert weights_gib_per_gpu(LLAMA_70B, 4, 1) == pytest.approx(one / 4, rel=0.01)
+    assert weights_gib_per_gpu(LLAMA_70B, 4, 2) < weights_gib_per_gpu(LLAMA_70B, 4, 1) * 0.55
+    assert weights_gib_per_gpu(LLAMA_70B, 1, 1, "fp8") < one * 0.52
+
+
+def test_kv_cache_memory_bytes_overrides_utilization():
+    gpu = parse_gpu_spec("1xH100")
+    a = account(LLAMA_8B, gpu, Knobs(kv_cache_memory_bytes=10 * GIB, gpu_memory_utilization=0.5))
+    assert a.kv_cache_gib == pytest.approx(10.0)
+    assert a.kv_budget_knob == "kv_cache_memory_bytes"
+    assert a.kv_capacity_tokens == 10 * GIB // (kv_bytes_per_token(LLAMA_8B) * 16) * 16
+
+
+def test_capacity_is_whole_blocks_and_grows_with_utilization():
+    gpu = parse_gpu_spec("1xA100")
+    low = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.8), "0.11.0")
+    high = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9), "0.11.0")
+    assert low.kv_capacity_tokens % 16 == 0
+    assert high.kv_capacity_tokens > low.kv_capacity_tokens
+    extra_gib = 0.1 * gpu.usable_gib
+    assert (high.kv_capacity_tokens - low.kv_capacity_tokens) == pytest.approx(
+        extra_gib * GIB / kv_bytes_per_token(LLAMA_8B), abs=32
+    )
+
+
+def test_cuda_graphs_count_inside_the_budget_from_0_21_only():
+    gpu = parse_gpu_spec("1xH100")
+    old = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9), "0.20.0")
+    new = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9), "0.21.0")
+    eager = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9, enforce_eager=True), "0.21.0")
+    assert new.kv_cache_gib == pytest.approx(old.kv_cache_gib - new.cudagraph_gib, abs=0.01)
+    assert eager.cudagraph_gib == 0 and eager.kv_cache_gib > new.kv_cache_gib
+
+
+def test_real_log_numbers_win():
+    class Facts:
+        weights_gib = 14.99
+        kv_available_gib = 26.43
+        kv_cache_tokens = 216_496
+
+    a = account(LLAMA_8B, parse_gpu_spec("1xA6000"), Knobs(max_model_len=8192), "0.15.1")
+    b = with_log_facts(a, Facts())
+    assert (b.weights_gib, b.kv_cache_gib, b.kv_capacity_tokens) == (14.99, 26.43, 216_496)
+    assert b.max_concurrency == pytest.approx(216_496 / 8192, abs=0.01)
+    assert "kv_capacity_tokens" in b.from_log and b.arithmetic[-1].startswith("from the real log")
