@@ -101,9 +101,11 @@ def merge_histograms(states: Iterable[HistogramState | None]) -> HistogramState 
     bounds = tuple(sorted(common))
     if not bounds:
         return None
-    counts = []
-    for bound in bounds:
-        counts.append(sum(s.counts[s.bounds.index(bound)] for s in present))
+    positions = [{b: i for i, b in enumerate(s.bounds)} for s in present]
+    counts = [
+        sum(s.counts[where[bound]] for s, where in zip(present, positions, strict=True))
+        for bound in bounds
+    ]
     sums = [s.sum for s in present]
     total_counts = [s.count for s in present]
     return HistogramState(
@@ -171,6 +173,7 @@ class WindowTracker:
         self._last_counters: dict[Hashable, float] = {}
         self._last_histograms: dict[Hashable, HistogramState] = {}
         self._rates: dict[Hashable, float] = {}
+        self._window_cache: dict[Hashable, HistogramState | None] = {}
         self._history: deque[
             tuple[float, dict[Hashable, float], dict[Hashable, HistogramState]]
         ] = deque()
@@ -197,6 +200,7 @@ class WindowTracker:
             if before_state is not None:
                 histogram_steps[key] = histogram_increment(before_state, state)
         self._rates = {}
+        self._window_cache = {}
         if previous_time is not None:
             elapsed = now - previous_time
             self._rates = {key: step / elapsed for key, step in counter_steps.items()}
@@ -218,22 +222,35 @@ class WindowTracker:
 
     def window_histogram(self, key: Hashable) -> HistogramState | None:
         """Sum of the histogram's increments over the window (None if never seen twice)."""
-        merged: HistogramState | None = None
-        for _, _, steps in self._history:
-            step = steps.get(key)
-            if step is None:
-                continue
-            merged = step if merged is None else _add_same_layout(merged, step)
+        if key in self._window_cache:
+            return self._window_cache[key]
+        steps = [entry[2][key] for entry in self._history if key in entry[2]]
+        if not steps:
+            merged = None
+        else:
+            bounds = steps[-1].bounds
+            # A bucket layout change (restart with other buckets) starts the sum afresh.
+            start = len(steps) - 1
+            while start > 0 and steps[start - 1].bounds == bounds:
+                start -= 1
+            steps = steps[start:]
+            # zip(*) transposes in C: one sum() per bucket instead of one loop per step.
+            counts = tuple(
+                sum(column) for column in zip(*(step.counts for step in steps), strict=True)
+            )
+            sums = [step.sum for step in steps]
+            totals = [step.count for step in steps]
+            merged = HistogramState(
+                bounds,
+                counts,
+                None if None in sums else sum(sums),  # type: ignore[arg-type]
+                None if None in totals else sum(totals),  # type: ignore[arg-type]
+            )
+        self._window_cache[key] = merged
         return merged
 
     def lifetime_histogram(self, key: Hashable) -> HistogramState | None:
         return self._last_histograms.get(key)
-
-
-def _add_same_layout(a: HistogramState, b: HistogramState) -> HistogramState:
-    if a.bounds != b.bounds:
-        return b  # bucket layout changed with a restart: keep the newer layout only
-    return merge_histograms([a, b]) or b
 
 
 def _went_down(previous: HistogramState, current: HistogramState) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import fields
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,8 @@ from support.replay_server import fixture_text
 
 from headroom.probes.metrics import (
     STATES,
+    EngineMetrics,
+    Latency,
     MetricsProbe,
     ServerMetrics,
     normalize_base_url,
@@ -269,6 +272,17 @@ def test_json_has_the_documented_keys_and_is_strict_json() -> None:
     assert per_row <= data["engines"][0].keys() and per_row <= data["models"][0].keys()
     assert data["engines"][0]["engine"] == "0" and data["models"][0]["model_name"] == "tiny"
     json.dumps(data, allow_nan=False)
+
+
+def test_every_engine_metrics_field_reaches_the_json() -> None:
+    (snapshot,) = _replay([AFTER_64])
+    row = snapshot_to_json(snapshot)["engines"][0]
+    for item in fields(EngineMetrics):
+        value = getattr(snapshot.engines[0], item.name)
+        if isinstance(value, Latency):
+            assert f"{item.name}_p50_s" in row and f"{item.name}_mean_s" in row
+        else:
+            assert item.name in row, item.name
 
 
 def test_json_turns_nan_and_inf_into_null() -> None:
