@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from headroom.tui.sources import DataSources, ProgressCallback
-from headroom.tui.store import ServerInfo, Store
+from headroom.tui.store import HISTORY, ServerInfo, Store
 
 CLOCK = 1000.0  # the fixed "now"; the server came up 754 s before it
 UP_SINCE = CLOCK - 754.0
@@ -315,6 +316,58 @@ def recorded_diagnosis() -> Any:
     return build(diagnosis, findings=findings, steps=steps)
 
 
+def recorded_runs() -> list[Any]:
+    found = _load("headroom.supervisor.journal", "RunRecord")
+    if found is None:
+        return []
+    (run_record,) = found
+    start = 1_764_410_000.0  # a fixed wall-clock time, so the table never changes
+    base = dict(model=MODEL, vllm_version="0.32.0", launcher="vllm")
+    return [
+        run_record(
+            run_id="run-20251129-aaaa0001",
+            time=start,
+            outcome="failed",
+            reason="ValueError: max_model_len 131072 needs more KV cache than available",
+            **base,
+        ),
+        run_record(
+            run_id="run-20251129-aaaa0002",
+            time=start + 120,
+            outcome="stopped",
+            parent_run_id="run-20251129-aaaa0001",
+            changes={"max_model_len": 32768},
+            kv_cache_tokens=412_160,
+            time_to_ready_s=41.0,
+            summary={
+                "throughput_tok_s": 2315.0,
+                "ttft_p95_s": 0.911,
+                "itl_p95_s": 0.0094,
+                "preemptions": 41,
+            },
+            reason="auto-fix",
+            **base,
+        ),
+        run_record(
+            run_id="run-20251129-aaaa0003",
+            time=start + 900,
+            outcome="ready",
+            parent_run_id="run-20251129-aaaa0002",
+            changes={"max_num_seqs": 32},
+            kv_cache_tokens=412_160,
+            time_to_ready_s=38.0,
+            summary={
+                "throughput_tok_s": 2040.0,
+                "ttft_p95_s": 0.402,
+                "itl_p95_s": 0.0081,
+                "preemptions": 0,
+            },
+            reason="restart",
+            **base,
+        ),
+    ]
+
+
 class RecordedSources(DataSources):
     """Each probe answers once with the recorded data; the clock never moves."""
 
@@ -335,6 +388,10 @@ class RecordedSources(DataSources):
     def prime(self, store: Store) -> None:
         """Fill the KV history the way a few minutes of scrapes would have."""
         store.kv_history.extend(KV_HISTORY[:-1])
+        for index, busy in ((0, 0.93), (1, 0.91), (2, 0.0), (3, 0.0)):
+            wave = [busy * (0.6 + 0.4 * ((i * 7) % 10) / 10) for i in range(30)]
+            store.gpu_util_history[index] = deque(wave, maxlen=HISTORY)
+            store.gpu_mem_history[index] = deque([0.9 if busy else 0.07] * 30, maxlen=HISTORY)
 
     def server_info(self) -> ServerInfo:
         return ServerInfo(
@@ -362,7 +419,7 @@ class RecordedSources(DataSources):
         return recorded_diagnosis()
 
     async def read_runs(self) -> list[Any] | None:
-        return []
+        return recorded_runs()
 
     async def restart(
         self, changes: dict[str, object], progress: ProgressCallback

@@ -46,7 +46,7 @@ def _yes_no(value: bool | None) -> str:
 
 # (row key, label, reader). Every field of GpuReading a user might want, in reading order.
 FIELDS = (
-    ("name", "name", lambda g: g.name or fmt.NA),
+    ("name", "name", lambda g: (g.name or fmt.NA).removeprefix("NVIDIA ")),
     ("bus", "PCI bus", lambda g: g.pci_bus_id or fmt.NA),
     ("util", "utilization", lambda g: fmt.NA if g.util_gpu is None else f"{g.util_gpu:.0f}%"),
     (
@@ -103,9 +103,9 @@ class GpusScreen(HeadroomScreen):
     def compose_body(self) -> ComposeResult:
         yield Static(id="gpus-unavailable", classes="unavailable")
         with VerticalScroll(id="gpus-body"):
-            yield DataTable(id="gpu-fields", cursor_type="row", zebra_stripes=True)
-            yield DataTable(id="gpu-processes", cursor_type="row")
             yield Static(id="gpu-history", classes="panel")
+            yield DataTable(id="gpu-processes", cursor_type="row")
+            yield DataTable(id="gpu-fields", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.query_one("#gpu-processes").border_title = "Processes"

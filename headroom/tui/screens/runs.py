@@ -50,7 +50,8 @@ def _changes(record: Any) -> str:
 
 def run_cells(app: Any, record: Any) -> list[Any]:
     summary = getattr(record, "summary", None) or {}
-    started = time.strftime("%m-%d %H:%M", time.localtime(record.time)) if record.time else fmt.NA
+    # UTC, as in vLLM's own log lines on most servers, and stable across viewers' zones.
+    started = time.strftime("%m-%d %H:%MZ", time.gmtime(record.time)) if record.time else fmt.NA
     outcome = themed(app, record.outcome, OUTCOME_VARIABLE.get(record.outcome, "foreground"))
     ready = None if record.time_to_ready_s is None else f"{record.time_to_ready_s:.0f}s"
     return [
