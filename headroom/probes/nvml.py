@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from headroom.probes.gpu_processes import (
@@ -33,6 +32,19 @@ from headroom.probes.nvml_calls import (
     load_nvml_module,
     to_str,
 )
+from headroom.probes.nvml_types import (
+    THROTTLE_REASON_BITS,
+    GpuReading,
+    GpuSnapshot,
+    NvLink,
+    as_float,
+    as_int,
+    attr_or_none,
+    cuda_version_text,
+    lost_reading,
+    snapshot_to_json,
+    throttle_names,
+)
 
 __all__ = [
     "ForeignUse",
@@ -43,158 +55,18 @@ __all__ = [
     "NvmlProbe",
     "THROTTLE_REASON_BITS",
     "foreign_memory",
+    "lost_reading",
+    "snapshot_to_json",
     "load_nvml_module",
     "ordering_caveat",
     "visible_gpus",
 ]
 
-# nvmlClocksEventReason* bits (pynvml.py 13.615.71); names are Headroom's stable strings.
-THROTTLE_REASON_BITS: dict[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
-
-_NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS is 18 in older bindings, 36 in 13.x
+_NVLINK_MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS in 13.x; probing stops at the first unknown link
 _TEMPERATURE_GPU = 0
 _CLOCK_SM, _CLOCK_MEM = 1, 2
 _PCIE_TX, _PCIE_RX = 0, 1
 _ECC_CORRECTED, _ECC_UNCORRECTED, _ECC_VOLATILE = 0, 1, 0
-
-
-@dataclass(frozen=True)
-class NvLink:
-    """One NVLink of a GPU: whether it is up and which PCI device is on the other end."""
-
-    link: int
-    active: bool | None
-    remote_bus_id: str | None  # a peer GPU, or an NVSwitch on switched systems
-
-
-@dataclass(frozen=True)
-class GpuReading:
-    """Everything NVML told us about one GPU in one sample; None = NVML could not say."""
-
-    index: int
-    name: str | None
-    uuid: str | None
-    pci_bus_id: str | None
-    lost: bool
-    memory_total: int | None
-    memory_used: int | None
-    memory_reserved: int | None
-    memory_free: int | None
-    util_gpu: float | None
-    util_memory: float | None
-    temperature_c: float | None
-    power_w: float | None
-    power_limit_w: float | None
-    sm_clock_mhz: int | None
-    sm_clock_max_mhz: int | None
-    mem_clock_mhz: int | None
-    mem_clock_max_mhz: int | None
-    throttle_reasons: tuple[str, ...] | None
-    pcie_gen: int | None
-    pcie_gen_max: int | None
-    pcie_width: int | None
-    pcie_width_max: int | None
-    pcie_tx_kbps: float | None
-    pcie_rx_kbps: float | None
-    nvlinks: tuple[NvLink, ...]
-    ecc_corrected: int | None
-    ecc_uncorrected: int | None
-    remapped_rows_pending: bool | None
-    remapped_rows_failure: bool | None
-    mig_enabled: bool | None
-    processes: tuple[GpuProcess, ...]
-    # Added beyond the contract (defaults keep hand-built readings in tests valid):
-    mig_uuids: tuple[str, ...] = ()
-    numa_node: int | None = None
-
-
-@dataclass(frozen=True)
-class GpuSnapshot:
-    """All GPUs at one moment, or why there are none (`available=False`, `reason`)."""
-
-    taken_at: float
-    available: bool
-    reason: str | None
-    driver_version: str | None
-    cuda_version: str | None
-    gpus: tuple[GpuReading, ...]
-    unsupported: tuple[str, ...]
-
-
-def lost_reading(index: int, static: dict[str, Any] | None = None) -> GpuReading:
-    """A reading for a GPU that stopped answering: identity from the cache, nothing else."""
-    static = static or {}
-    return GpuReading(
-        index=index,
-        name=static.get("name"),
-        uuid=static.get("uuid"),
-        pci_bus_id=static.get("pci_bus_id"),
-        lost=True,
-        memory_total=static.get("memory_total"),
-        memory_used=None,
-        memory_reserved=None,
-        memory_free=None,
-        util_gpu=None,
-        util_memory=None,
-        temperature_c=None,
-        power_w=None,
-        power_limit_w=None,
-        sm_clock_mhz=None,
-        sm_clock_max_mhz=static.get("sm_clock_max_mhz"),
-        mem_clock_mhz=None,
-        mem_clock_max_mhz=static.get("mem_clock_max_mhz"),
-        throttle_reasons=None,
-        pcie_gen=None,
-        pcie_gen_max=static.get("pcie_gen_max"),
-        pcie_width=None,
-        pcie_width_max=static.get("pcie_width_max"),
-        pcie_tx_kbps=None,
-        pcie_rx_kbps=None,
-        nvlinks=(),
-        ecc_corrected=None,
-        ecc_uncorrected=None,
-        remapped_rows_pending=None,
-        remapped_rows_failure=None,
-        mig_enabled=None,
-        processes=(),
-    )
-
-
-def _cuda_version(raw: Any) -> str | None:
-    """nvmlSystemGetCudaDriverVersion gives 12080 for CUDA 12.8."""
-    if not isinstance(raw, int) or raw <= 0:
-        return None
-    return f"{raw // 1000}.{(raw % 1000) // 10}"
-
-
-def _throttle_names(mask: Any) -> tuple[str, ...] | None:
-    if not isinstance(mask, int):
-        return None
-    return tuple(name for bit, name in THROTTLE_REASON_BITS.items() if mask & bit)
-
-
-def _attr(obj: Any, name: str) -> Any:
-    return getattr(obj, name, None) if obj is not None else None
-
-
-def _num(value: Any, scale: float = 1.0) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value / scale
-    return None
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class NvmlProbe:
@@ -213,6 +85,10 @@ class NvmlProbe:
         self._lock = threading.Lock()
         self._handles: dict[int, Any] = {}
         self._static: dict[int, dict[str, Any]] = {}
+        # pid -> (name, cmdline): a process keeps its title for life, so psutil is asked once
+        # per pid; entries for pids gone from every GPU are dropped after each sample.
+        self._names: dict[int, tuple[str | None, str | None]] = {}
+        self._seen: set[int] = set()
 
     @property
     def nvml(self) -> Any:
@@ -263,7 +139,7 @@ class NvmlProbe:
         caller = self._start()
         if caller is None:
             return self._unavailable(self._failure or "NVML unavailable")
-        count = _int(caller.call("nvmlDeviceGetCount"))
+        count = as_int(caller.call("nvmlDeviceGetCount"))
         if not count:
             return GpuSnapshot(
                 time.monotonic(),
@@ -274,7 +150,9 @@ class NvmlProbe:
                 (),
                 tuple(caller.unsupported),
             )
+        self._seen = set()
         readings = tuple(self._read_gpu(caller, i) for i in range(count))
+        self._names = {pid: v for pid, v in self._names.items() if pid in self._seen}
         return GpuSnapshot(
             taken_at=time.monotonic(),
             available=True,
@@ -289,7 +167,7 @@ class NvmlProbe:
         raw = caller.call("nvmlSystemGetCudaDriverVersion_v2")
         if raw is None:
             raw = caller.call("nvmlSystemGetCudaDriverVersion")
-        return _cuda_version(raw)
+        return cuda_version_text(raw)
 
     def _read_gpu(self, caller: NvmlCaller, index: int) -> GpuReading:
         try:
@@ -318,12 +196,12 @@ class NvmlProbe:
         static = {
             "name": to_str(c("nvmlDeviceGetName")),
             "uuid": to_str(c("nvmlDeviceGetUUID")),
-            "pci_bus_id": to_str(_attr(pci, "busId")),
-            "sm_clock_max_mhz": _int(c("nvmlDeviceGetMaxClockInfo", _CLOCK_SM)),
-            "mem_clock_max_mhz": _int(c("nvmlDeviceGetMaxClockInfo", _CLOCK_MEM)),
-            "pcie_gen_max": _int(c("nvmlDeviceGetMaxPcieLinkGeneration")),
-            "pcie_width_max": _int(c("nvmlDeviceGetMaxPcieLinkWidth")),
-            "numa_node": _int(c("nvmlDeviceGetNumaNodeId")),
+            "pci_bus_id": to_str(attr_or_none(pci, "busId")),
+            "sm_clock_max_mhz": as_int(c("nvmlDeviceGetMaxClockInfo", _CLOCK_SM)),
+            "mem_clock_max_mhz": as_int(c("nvmlDeviceGetMaxClockInfo", _CLOCK_MEM)),
+            "pcie_gen_max": as_int(c("nvmlDeviceGetMaxPcieLinkGeneration")),
+            "pcie_width_max": as_int(c("nvmlDeviceGetMaxPcieLinkWidth")),
+            "numa_node": as_int(c("nvmlDeviceGetNumaNodeId")),
         }
         # NVLink count: probe links until the first one NVML does not know.
         links = 0
@@ -344,8 +222,8 @@ class NvmlProbe:
         if mem is None:
             mem = c("nvmlDeviceGetMemoryInfo")
         if mem is not None:
-            total, used, free = _int(mem.total), _int(mem.used), _int(mem.free)
-            reserved = _int(getattr(mem, "reserved", None))
+            total, used, free = as_int(mem.total), as_int(mem.used), as_int(mem.free)
+            reserved = as_int(getattr(mem, "reserved", None))
         util = c("nvmlDeviceGetUtilizationRates")
         limit = c("nvmlDeviceGetEnforcedPowerLimit")
         if limit is None:
@@ -354,11 +232,14 @@ class NvmlProbe:
         if reasons is None:
             reasons = c("nvmlDeviceGetCurrentClocksThrottleReasons")
         nvlinks = []
+        remotes: dict[int, str | None] = static.setdefault("nvlink_remote", {})
         for link in range(static["nvlink_count"]):
             state = c("nvmlDeviceGetNvLinkState", link)
             active = None if state is None else bool(state)
-            remote = c("nvmlDeviceGetNvLinkRemotePciInfo", link) if active else None
-            nvlinks.append(NvLink(link, active, to_str(_attr(remote, "busId"))))
+            if active and link not in remotes:  # the far end of a link does not move: ask once
+                remote = c("nvmlDeviceGetNvLinkRemotePciInfo", link)
+                remotes[link] = to_str(attr_or_none(remote, "busId"))
+            nvlinks.append(NvLink(link, active, remotes.get(link) if active else None))
         ecc_mode = c("nvmlDeviceGetEccMode")
         ecc_on = bool(ecc_mode[0]) if isinstance(ecc_mode, list | tuple) and ecc_mode else False
         rows = c("nvmlDeviceGetRemappedRows")
@@ -375,27 +256,29 @@ class NvmlProbe:
             memory_used=used,
             memory_reserved=reserved,
             memory_free=free,
-            util_gpu=_num(_attr(util, "gpu")),
-            util_memory=_num(_attr(util, "memory")),
-            temperature_c=_num(c("nvmlDeviceGetTemperature", _TEMPERATURE_GPU)),
-            power_w=_num(c("nvmlDeviceGetPowerUsage"), 1000.0),
-            power_limit_w=_num(limit, 1000.0),
-            sm_clock_mhz=_int(c("nvmlDeviceGetClockInfo", _CLOCK_SM)),
+            util_gpu=as_float(attr_or_none(util, "gpu")),
+            util_memory=as_float(attr_or_none(util, "memory")),
+            temperature_c=as_float(c("nvmlDeviceGetTemperature", _TEMPERATURE_GPU)),
+            power_w=as_float(c("nvmlDeviceGetPowerUsage"), 1000.0),
+            power_limit_w=as_float(limit, 1000.0),
+            sm_clock_mhz=as_int(c("nvmlDeviceGetClockInfo", _CLOCK_SM)),
             sm_clock_max_mhz=static["sm_clock_max_mhz"],
-            mem_clock_mhz=_int(c("nvmlDeviceGetClockInfo", _CLOCK_MEM)),
+            mem_clock_mhz=as_int(c("nvmlDeviceGetClockInfo", _CLOCK_MEM)),
             mem_clock_max_mhz=static["mem_clock_max_mhz"],
-            throttle_reasons=_throttle_names(reasons),
-            pcie_gen=_int(c("nvmlDeviceGetCurrPcieLinkGeneration")),
+            throttle_reasons=throttle_names(reasons),
+            pcie_gen=as_int(c("nvmlDeviceGetCurrPcieLinkGeneration")),
             pcie_gen_max=static["pcie_gen_max"],
-            pcie_width=_int(c("nvmlDeviceGetCurrPcieLinkWidth")),
+            pcie_width=as_int(c("nvmlDeviceGetCurrPcieLinkWidth")),
             pcie_width_max=static["pcie_width_max"],
-            pcie_tx_kbps=_num(c("nvmlDeviceGetPcieThroughput", _PCIE_TX)),
-            pcie_rx_kbps=_num(c("nvmlDeviceGetPcieThroughput", _PCIE_RX)),
+            pcie_tx_kbps=as_float(c("nvmlDeviceGetPcieThroughput", _PCIE_TX)),
+            pcie_rx_kbps=as_float(c("nvmlDeviceGetPcieThroughput", _PCIE_RX)),
             nvlinks=tuple(nvlinks),
-            ecc_corrected=_int(c("nvmlDeviceGetTotalEccErrors", _ECC_CORRECTED, _ECC_VOLATILE))
+            ecc_corrected=as_int(c("nvmlDeviceGetTotalEccErrors", _ECC_CORRECTED, _ECC_VOLATILE))
             if ecc_on
             else None,
-            ecc_uncorrected=_int(c("nvmlDeviceGetTotalEccErrors", _ECC_UNCORRECTED, _ECC_VOLATILE))
+            ecc_uncorrected=as_int(
+                c("nvmlDeviceGetTotalEccErrors", _ECC_UNCORRECTED, _ECC_VOLATILE)
+            )
             if ecc_on
             else None,
             remapped_rows_pending=bool(rows[2]) if rows_ok else None,
@@ -412,14 +295,25 @@ class NvmlProbe:
             raw = caller.call("nvmlDeviceGetComputeRunningProcesses_v2", h, gpu=index)
         procs = []
         for entry in raw or ():
-            pid = _int(_attr(entry, "pid"))
+            pid = as_int(attr_or_none(entry, "pid"))
             if pid is None:
                 continue
-            procs.append(describe_process(pid, _int(_attr(entry, "usedGpuMemory")), self._lookup))
+            procs.append(
+                describe_process(pid, as_int(attr_or_none(entry, "usedGpuMemory")), self._name_of)
+            )
         return tuple(procs)
 
+    def _name_of(self, pid: int) -> tuple[str | None, str | None]:
+        self._seen.add(pid)
+        hit = self._names.get(pid)
+        if hit is None:
+            hit = self._lookup(pid)
+            if hit != (None, None):  # unknown may be a race with process start: ask again
+                self._names[pid] = hit
+        return hit
+
     def _mig_uuids(self, caller: NvmlCaller, index: int, h: Any) -> tuple[str, ...]:
-        count = _int(caller.call("nvmlDeviceGetMaxMigDeviceCount", h, gpu=index)) or 0
+        count = as_int(caller.call("nvmlDeviceGetMaxMigDeviceCount", h, gpu=index)) or 0
         uuids = []
         for slot in range(count):
             mig = caller.call("nvmlDeviceGetMigDeviceHandleByIndex", h, slot, gpu=index)

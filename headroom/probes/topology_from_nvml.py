@@ -21,7 +21,7 @@ _ANCESTOR_CODE = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SY
 _P2P_CAPS_INDEX_NVLINK = 2  # NVML_P2P_CAPS_INDEX_NVLINK (READ is the tuple (0,) in pynvml!)
 _P2P_STATUS_OK = 0
 _REMOTE_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH
-_MAX_LINKS = 18
+_MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS in 13.x; the loop stops at the first unknown link
 
 
 def cpu_mask_to_ranges(words: Any) -> str | None:

@@ -224,3 +224,46 @@ def test_without_standin_env_the_real_bindings_load(monkeypatch) -> None:
 )
 def test_init_failure_reasons(code: int, words: str) -> None:
     assert words in nvml_calls.init_failure_reason(pynvml.NVMLError(code)).lower()
+
+
+def test_static_facts_and_process_names_are_not_asked_every_sample() -> None:
+    asked: list[int] = []
+
+    def counting(pid):
+        asked.append(pid)
+        return lookup(pid)
+
+    fake = FakeNvml(h100_sxm_8())
+    probe = NvmlProbe(fake, process_lookup=counting)
+    probe.read()
+    remote_calls = fake.calls["nvmlDeviceGetNvLinkRemotePciInfo"]
+    assert remote_calls == 8 * 18 and fake.calls["nvmlDeviceGetName"] == 8
+    second = probe.read()
+    assert fake.calls["nvmlDeviceGetNvLinkRemotePciInfo"] == remote_calls
+    assert fake.calls["nvmlDeviceGetName"] == 8
+    assert fake.calls["nvmlDeviceGetNvLinkState"] > 8 * 18  # link state is live
+    assert sorted(asked) == sorted([*VLLM_PIDS, FOREIGN_PID])  # each pid named once
+    assert second.gpus[3].processes[1].name == "python"
+
+
+def test_a_new_process_on_a_reused_pid_slot_is_named_afresh() -> None:
+    machine = h100_sxm_8(foreign=None)
+    names = {4101: ("VLLM::EngineCor", "VLLM::EngineCore")}
+    probe = NvmlProbe(FakeNvml(machine), process_lookup=lambda pid: names.get(pid, (None, None)))
+    assert probe.read().gpus[0].processes[0].vllm_role == "EngineCore"
+    machine.gpus[0].processes = []
+    probe.read()  # pid 4101 gone: its cached name is dropped
+    machine.gpus[0].processes = [(4101, 1024)]
+    names[4101] = ("python", "python other.py")
+    assert probe.read().gpus[0].processes[0].is_vllm is False
+
+
+def test_snapshot_to_json_round_trips_through_json() -> None:
+    import json
+
+    from headroom.probes.nvml import snapshot_to_json
+
+    probe, _ = probe_for(h100_sxm_8())
+    data = json.loads(json.dumps(snapshot_to_json(probe.read())))
+    assert data["available"] is True and data["gpus"][3]["processes"][1]["pid"] == FOREIGN_PID
+    assert data["gpus"][0]["nvlinks"][0]["active"] is True
