@@ -1,0 +1,205 @@
+"""The vLLM log reader: classify lines as they arrive and sum a start-up up into facts.
+
+`classify_line` (in vllm_log_patterns) says what one line means; `LogDigest` is fed lines
+one at a time (from a file follower, a pipe, a container's log) and keeps what the doctor
+and the TUI need: the recognised events, a bounded tail of every line, and `facts()`, the
+start-up summary (version, weights, KV memory and tokens, concurrency, the failure that
+most likely explains a crash first).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from headroom.probes.vllm_log_patterns import KINDS, LogEvent, classify_line, strip_ansi
+
+__all__ = [
+    "KINDS",
+    "LogDigest",
+    "LogEvent",
+    "StartupFacts",
+    "classify_line",
+    "digest_lines",
+    "digest_text",
+]
+
+# Root causes first, then their echoes: a crash log shows the specific error, then a
+# generic exception line, "EngineCore failed to start", worker death and tracebacks.
+_FAILURE_RANK = {
+    kind: rank
+    for rank, kind in enumerate(
+        [
+            "unrecognized_arguments", "heads_not_divisible", "kv_heads_not_divisible",
+            "world_size_too_large", "pp_unsupported", "free_memory_below_utilization",
+            "max_seq_len_exceeds_kv", "no_cache_memory", "cuda_oom", "shm_full", "nccl_error",
+            "watchdog_timeout", "config_error", "exception", "engine_core_failed", "engine_dead",
+            "worker_died", "traceback",
+        ]
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StartupFacts:
+    """What a vLLM start-up log says about the server, None where the log does not say."""
+
+    vllm_version: str | None = None
+    model: str | None = None
+    non_default_args: Mapping[str, object] = field(default_factory=dict)
+    max_model_len: int | None = None
+    weights_gib: float | None = None
+    kv_available_gib: float | None = None  # profiled budget, or the size reserved by flag/env
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens: int | None = None  # the per-request length the concurrency is for
+    cuda_graph_gib: float | None = None
+    ready: bool = False  # uvicorn said "Application startup complete"
+    engine_dead: bool = False  # the engine died (at start-up or later)
+    failures: tuple[LogEvent, ...] = ()  # error events, deduplicated, most likely cause first
+    # Added beyond the contract:
+    device: str | None = None  # "GPU", "CPU", ... from the KV cache size line
+    server_url: str | None = None  # from "Starting vLLM server on ..."
+    tensor_parallel_size: int | None = None  # from the engine config line
+    last_stats: Mapping[str, object] | None = None  # fields of the latest periodic stats line
+    warnings: tuple[LogEvent, ...] = ()  # warning events, deduplicated, in order
+
+
+class LogDigest:
+    """Incremental reader of one vLLM run's log: `feed()` each line as it arrives.
+
+    Memory is bounded: `lines` keeps the last `max_lines` raw lines, `events` the recognised
+    ones (when over `max_events`, the oldest info events such as stats lines are dropped
+    first; warnings and errors are kept).
+    """
+
+    def __init__(self, *, max_lines: int = 5000, max_events: int = 5000) -> None:
+        self.events: list[LogEvent] = []
+        self.lines: deque[str] = deque(maxlen=max_lines)
+        self.line_count = 0
+        self._max_events = max_events
+        self._facts: dict[str, object] = {}
+        self._seen_failures: dict[tuple, LogEvent] = {}
+        self._seen_warnings: dict[tuple, LogEvent] = {}
+
+    def feed(self, line: str) -> LogEvent | None:
+        """Read one line (a trailing newline is fine); returns its event, if any."""
+        self.line_count += 1
+        line = strip_ansi(line).rstrip("\r\n")
+        self.lines.append(line)
+        event = classify_line(line, self.line_count)
+        if event is None:
+            return None
+        self._record(event)
+        if event.kind == "kv_cache_tokens" and "concurrency" in event.fields:
+            # 0.32+ says both on one line; give consumers the max_concurrency event too.
+            self._record(LogEvent("max_concurrency", "info", line, {
+                "per_request_tokens": event.fields.get("per_request_tokens"),
+                "concurrency": event.fields["concurrency"]}, event.lineno))  # fmt: skip
+        return event
+
+    def feed_many(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.feed(line)
+
+    def _record(self, event: LogEvent) -> None:
+        self.events.append(event)
+        if len(self.events) > self._max_events:
+            self._trim()
+        self._update_facts(event)
+
+    def _trim(self) -> None:
+        keep_info = self._max_events // 2
+        infos = [i for i, e in enumerate(self.events) if e.severity == "info"]
+        drop = set(infos[: max(0, len(infos) - keep_info)])
+        if not drop:  # only warnings and errors: keep the newest
+            drop = set(range(len(self.events) - self._max_events))
+        self.events = [e for i, e in enumerate(self.events) if i not in drop]
+
+    def _update_facts(self, event: LogEvent) -> None:
+        f, kind, facts = event.fields, event.kind, self._facts
+        if kind == "version":
+            _set(facts, "vllm_version", f.get("version"))
+            _set(facts, "model", f.get("model"), keep=True)
+            _set(facts, "tensor_parallel_size", f.get("tensor_parallel_size"))
+            _set(facts, "max_model_len", f.get("max_seq_len"), keep=True)
+        elif kind == "model":
+            _set(facts, "model", f.get("model"))
+        elif kind == "non_default_args":
+            args = f.get("args")
+            facts["non_default_args"] = dict(args) if isinstance(args, Mapping) else {}
+            if isinstance(args, Mapping):
+                _set(facts, "model", args.get("model"), keep=True)
+        elif kind == "max_model_len":
+            _set(facts, "max_model_len", f.get("max_model_len") or f.get("full"))
+        elif kind == "weights_loaded":
+            _set(facts, "weights_gib", f.get("weights_gib"))
+        elif kind in ("kv_memory_available", "kv_memory_reserved"):
+            _set(facts, "kv_available_gib", f.get("kv_gib"))
+        elif kind == "kv_cache_tokens":
+            _set(facts, "kv_cache_tokens", f.get("tokens"))
+            _set(facts, "device", f.get("device"))
+        elif kind == "max_concurrency":
+            _set(facts, "max_concurrency", f.get("concurrency"))
+            _set(facts, "max_concurrency_tokens", f.get("per_request_tokens"))
+        elif kind == "cuda_graph_memory":
+            _set(facts, "cuda_graph_gib", f.get("graph_gib"))
+            _set(facts, "cuda_graph_gib", f.get("estimated_gib"), keep=True)
+        elif kind == "memory_summary":
+            _set(facts, "cuda_graph_gib", f.get("graph_gib"))
+            _set(facts, "kv_available_gib", f.get("kv_gib"), keep=True)
+            _set(facts, "weights_gib", f.get("weights_gib"), keep=True)
+        elif kind == "server_starting":
+            _set(facts, "server_url", f.get("url"))
+        elif kind == "startup_complete":
+            facts["ready"] = True
+        elif kind == "stats":
+            facts["last_stats"] = dict(f)
+        elif kind in ("engine_dead", "engine_core_failed"):
+            facts["engine_dead"] = True
+        if event.severity == "error":
+            self._seen_failures.setdefault(_identity(event), event)
+        elif event.severity == "warning":
+            self._seen_warnings.setdefault(_identity(event), event)
+
+    def facts(self) -> StartupFacts:
+        """The start-up summary so far (call any time; cheap)."""
+        failures = sorted(
+            self._seen_failures.values(),
+            key=lambda e: (_FAILURE_RANK.get(e.kind, len(_FAILURE_RANK) - 2), e.lineno or 0),
+        )
+        return StartupFacts(
+            **self._facts,  # type: ignore[arg-type]
+            failures=tuple(failures),
+            warnings=tuple(self._seen_warnings.values()),
+        )
+
+    def of_kind(self, *kinds: str) -> list[LogEvent]:
+        """The recorded events of these kinds, in order."""
+        return [e for e in self.events if e.kind in kinds]
+
+
+def _set(facts: dict[str, object], key: str, value: object, *, keep: bool = False) -> None:
+    """Store a fact; `keep` only fills it when nothing better was read before."""
+    if value is None or (keep and facts.get(key) is not None):
+        return
+    facts[key] = value
+
+
+def _identity(event: LogEvent) -> tuple:
+    """Same kind and same numbers = the same failure (vLLM prints a root cause up to 3 times)."""
+    message = event.fields.get("message")
+    items = tuple(sorted((k, repr(v)) for k, v in event.fields.items() if k != "message"))
+    return (event.kind, items, message if isinstance(message, str) else None)
+
+
+def digest_lines(lines: Iterable[str]) -> LogDigest:
+    digest = LogDigest()
+    digest.feed_many(lines)
+    return digest
+
+
+def digest_text(text: str) -> LogDigest:
+    """Read a whole log at once (a file, a paste, a captured output)."""
+    return digest_lines(text.splitlines())
