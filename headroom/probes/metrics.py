@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 METRICS_OFF_MESSAGE = "engine metrics off (--disable-log-stats?)"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a real page is ~100 KB; anything this big is not vLLM
 
 
@@ -158,7 +159,11 @@ class MetricsProbe:
 
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=True)
+            # A GPU box's HTTP(S)_PROXY must not swallow scrapes of its own loopback server.
+            local = (urlsplit(self.url).hostname or "") in _LOOPBACK
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout_s, follow_redirects=True, trust_env=not local
+            )
         return self._client
 
     def _failed(self, state: str, message: str) -> ServerMetrics:

@@ -140,3 +140,12 @@ async def test_replay_server_manual_advance() -> None:
             server.advance()
             later = (await client.get(server.url + "/metrics")).text
     assert first == still == IDLE and later == AFTER_64
+
+
+async def test_loopback_scrapes_ignore_proxy_settings(monkeypatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "")
+    with ReplayServer([AFTER_64]) as server:
+        async with MetricsProbe(server.url, timeout_s=2) as probe:
+            snapshot = await probe.scrape()
+    assert snapshot.state == "up"

@@ -112,3 +112,39 @@ def test_arbitrary_text_never_raises(text) -> None:
     matrix = parse_topo_text(text)
     assert matrix.confidence in {"high", "low", "unreadable"}
     tp_verdicts(matrix)
+
+
+CODE = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
+TABBED = [n for n in NAMES if "\t" in TEXTS[n] and not n.startswith("p2p-")]
+
+
+def lose_tabs(text: str, picks: list[int]) -> str:
+    """Drop tabs between two link cells (or two GPU/NIC column names), as copying does."""
+    lines = text.split("\n")
+    out = []
+    for line_no, line in enumerate(lines):
+        cells = line.split("\t")
+        merged = [cells[0]]
+        for k, cell in enumerate(cells[1:], start=1):
+            left, right = merged[-1].strip(), cell.strip()
+            both_codes = CODE.fullmatch(left) and CODE.fullmatch(right)
+            both_names = re.fullmatch(r"(GPU|NIC)\d+", left) and re.fullmatch(
+                r"(GPU|NIC)\d+", right
+            )
+            if (both_codes or both_names) and (line_no * 31 + k) % 7 in picks:
+                merged[-1] = merged[-1].rstrip() + cell.lstrip()
+            else:
+                merged.append(cell)
+        out.append("\t".join(merged))
+    return "\n".join(out)
+
+
+@SETTINGS
+@given(name=st.sampled_from(TABBED), picks=st.lists(st.integers(0, 6), min_size=1, max_size=7))
+def test_lost_tabs_between_cells_do_not_change_the_links(name, picks) -> None:
+    original = parse_topo_text(TEXTS[name])
+    damaged = parse_topo_text(lose_tabs(TEXTS[name], picks))
+    assert damaged.gpus == original.gpus and damaged.nics == original.nics
+    assert damaged.links == original.links
+    assert damaged.gpu_nic_links == original.gpu_nic_links
+    assert damaged.confidence == original.confidence
