@@ -39,8 +39,20 @@ class Context:
     def knobs(self) -> Knobs:
         if self.inputs.command is not None:
             return knobs_from_command(self.inputs.command)
-        # No command line: the log's "non-default args" line says how vLLM was started.
-        args = getattr(self.facts, "non_default_args", None) or {}
+        # No command line: the log's "non-default args" line says how vLLM was started, and
+        # /metrics' cache_config_info carries the KV budget knobs.
+        args = dict(getattr(self.facts, "non_default_args", None) or {})
+        for snap in reversed(tuple(self.inputs.metrics_history)):
+            total = getattr(snap, "total", None)
+            if total is None:
+                continue
+            if getattr(total, "kv_cache_memory_bytes", None):
+                args.setdefault("kv_cache_memory_bytes", total.kv_cache_memory_bytes)
+            if getattr(total, "gpu_memory_utilization", None):
+                args.setdefault("gpu_memory_utilization", total.gpu_memory_utilization)
+            if getattr(total, "cache_dtype", None) and total.cache_dtype != "auto":
+                args.setdefault("kv_cache_dtype", total.cache_dtype)
+            break
         return knobs_from_command(_ArgsView(args)) if args else Knobs()
 
     @cached_property
@@ -58,9 +70,11 @@ class Context:
 
     def lines_before(self, event: LE.Event, count: int = 8) -> list[str]:
         lines = self.raw_lines
+        # A digest keeps only its last N lines: line numbers count from the start of the run.
+        offset = max(getattr(self.inputs.log, "line_count", len(lines)) - len(lines), 0)
         index = None
-        if event.lineno is not None and 0 < event.lineno <= len(lines):
-            index = event.lineno - 1
+        if event.lineno is not None and 0 < event.lineno - offset <= len(lines):
+            index = event.lineno - offset - 1
         else:
             for i, line in enumerate(lines):
                 if line.rstrip() == event.line.rstrip():

@@ -7,7 +7,9 @@ noisy sample: "near full" is >= 0.90 KV usage in most of the recent window.
 
 from __future__ import annotations
 
+import re
 import statistics
+from dataclasses import dataclass
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding
@@ -18,7 +20,52 @@ WINDOW = 12  # most recent scrapes considered
 
 def _totals(ctx) -> list:
     history = [m for m in ctx.inputs.metrics_history if getattr(m, "state", "up") == "up"]
-    return [m.total for m in history[-WINDOW:] if getattr(m, "total", None) is not None]
+    totals = [m.total for m in history[-WINDOW:] if getattr(m, "total", None) is not None]
+    return totals or _stats_rows(ctx)[-WINDOW:]
+
+
+@dataclass(frozen=True)
+class _StatsRow:
+    """The periodic stats line of the log, in EngineMetrics' attribute names."""
+
+    kv_cache_usage: float | None
+    requests_running: float | None
+    requests_waiting: float | None
+    preemptions_total: float | None
+    kv_capacity_tokens: int | None = None
+    preemptions_per_s: float | None = None
+    ttft: object | None = None
+
+
+_STATS = {
+    "kv_cache_usage": re.compile(r"KV cache usage: ([\d.]+)%"),
+    "requests_running": re.compile(r"Running: (\d+) reqs"),
+    "requests_waiting": re.compile(r"Waiting: (\d+) reqs"),
+    "preemptions": re.compile(r"Preemptions: (\d+)"),
+}
+
+
+def _stats_rows(ctx) -> list[_StatsRow]:
+    """Without /metrics, the log's "Engine 000: Avg prompt throughput ..." lines are a
+    coarser history of the same numbers (every VLLM_LOG_STATS_INTERVAL seconds)."""
+    rows, preempted = [], 0.0
+    for line in ctx.raw_lines:
+        if "Avg prompt throughput" not in line:
+            continue
+        found = {
+            k: (float(m.group(1)) if (m := p.search(line)) else None) for k, p in _STATS.items()
+        }
+        preempted += found["preemptions"] or 0.0  # the line shows preemptions of its interval only
+        usage = found["kv_cache_usage"]
+        rows.append(
+            _StatsRow(
+                usage / 100 if usage is not None else None,
+                found["requests_running"],
+                found["requests_waiting"],
+                preempted,
+            )
+        )
+    return rows
 
 
 def _series(totals, name: str) -> list[float]:
@@ -26,7 +73,7 @@ def _series(totals, name: str) -> list[float]:
 
 
 def _rising(values: list[float]) -> bool:
-    return len(values) >= 3 and values[-1] > values[0] and values[-1] >= max(values[:-1])
+    return len(values) >= 2 and values[-1] > values[0] and values[-1] >= max(values[:-1])
 
 
 def _kv_full(totals) -> tuple[bool, list[float]]:
@@ -45,11 +92,12 @@ def kv_full_with_preemptions(ctx) -> list[Finding]:
         return []
     last = totals[-1]
     evidence = [
-        f"KV cache usage {usage[-1]:.0%} (>= {KV_FULL:.0%} in most of the last {len(usage[-6:])} scrapes)"
+        f"KV cache usage up to {max(usage[-6:]):.0%} (>= {KV_FULL:.0%} in most of the last "
+        f"{len(usage[-6:])} samples)"
     ]
     if len(preempt) >= 2:
         evidence.append(f"preemptions {preempt[0]:.0f} -> {preempt[-1]:.0f} over the window")
-    if last.kv_capacity_tokens:
+    if getattr(last, "kv_capacity_tokens", None):
         evidence.append(f"KV capacity {last.kv_capacity_tokens:,} tokens")
     running = _series(totals, "requests_running")
     seqs = ctx.knobs.max_num_seqs or (ctx.account.max_num_seqs if ctx.account else None)

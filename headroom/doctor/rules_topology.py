@@ -26,6 +26,29 @@ def _verdict(ctx, tp: int):
     return verdicts[0] if verdicts else None
 
 
+def _smaller_tp(ctx, tp: int) -> int | None:
+    """The largest TP below `tp` that divides it, divides the heads, sits on links that are
+    at least tolerable and still fits in memory with PP making up the GPUs."""
+    from dataclasses import replace
+
+    from headroom.doctor.memory_model import account
+
+    if ctx.model is not None:
+        candidates = [t for t in A.valid_tps(ctx.model, tp - 1) if tp % t == 0]
+    else:
+        candidates = [t for t in range(1, tp) if tp % t == 0]
+    for t in sorted(candidates, reverse=True):
+        verdict = _verdict(ctx, t)
+        if verdict is not None and verdict.level not in ("good", "tolerable"):
+            continue
+        if ctx.model is not None and ctx.gpu is not None:
+            knobs = replace(ctx.knobs, tp=t, pp=ctx.knobs.pp * tp // t)
+            if not account(ctx.model, ctx.gpu, knobs, ctx.version).fits:
+                continue
+        return t
+    return None
+
+
 def tp_over_slow_links(ctx) -> list[Finding]:
     tp = ctx.knobs.tp
     verdict = _verdict(ctx, tp)
@@ -35,14 +58,7 @@ def tp_over_slow_links(ctx) -> list[Finding]:
         f"TP {tp} on GPUs {', '.join(map(str, verdict.gpus))}: weakest link {verdict.weakest_link}",
         *verdict.reasons,
     ]
-    smaller = None
-    if ctx.model is not None:
-        smaller = max(
-            [t for t in A.valid_tps(ctx.model, tp - 1) if tp % t == 0] or [None],
-            key=lambda t: t or 0,
-        )
-    else:
-        smaller = 2 if tp > 2 and tp % 2 == 0 else None
+    smaller = _smaller_tp(ctx, tp)
     acts = []
     if smaller:
         acts.append(
