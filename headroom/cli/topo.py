@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from headroom.probes.nvml import NvmlProbe
 from headroom.probes.topology import (
     TopologyMatrix,
     matrix_to_json,
@@ -59,15 +60,21 @@ def _tp_sizes(values: list[str] | None) -> list[int] | None:
     return sizes
 
 
-def _read_matrix(file: str | None) -> TopologyMatrix:
-    if file is None:
-        return asyncio.run(read_topology())
-    text = (
-        sys.stdin.read()
-        if file == "-"
-        else Path(file).read_text(encoding="utf-8", errors="replace")
-    )
-    return parse_topo_text(text, source="file")
+def _read_matrix(file: str | None) -> tuple[TopologyMatrix, list[str] | None]:
+    """The matrix, plus the GPU names NVML reports when reading this machine."""
+    if file is not None:
+        if file == "-":
+            text = sys.stdin.read()
+        else:
+            text = Path(file).read_text(encoding="utf-8", errors="replace")
+        return parse_topo_text(text, source="file"), None
+    probe = NvmlProbe()
+    try:
+        snap = probe.read()
+        names = [g.name for g in snap.gpus if g.name] if snap.available else None
+        return asyncio.run(read_topology(probe.nvml)), names
+    finally:
+        probe.close()
 
 
 def render_matrix(matrix: TopologyMatrix) -> list[str]:
@@ -102,14 +109,14 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         sizes = _tp_sizes(args.tp)
-        matrix = _read_matrix(args.file)
+        matrix, gpu_names = _read_matrix(args.file)
     except ValueError as exc:
         print(f"headroom topo: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"headroom topo: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    verdicts = tp_verdicts(matrix, sizes)
+    verdicts = tp_verdicts(matrix, sizes, gpu_names=gpu_names)
     if args.json:
         payload = matrix_to_json(matrix)
         payload["verdicts"] = [verdict_to_json(v) for v in verdicts]

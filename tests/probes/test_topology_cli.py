@@ -6,9 +6,12 @@ import io
 import json
 
 import pytest
+from nvml_standin import FakeNvml
+from nvml_standin.machines import h100_sxm_8, no_driver
 
 from headroom.cli import topo
 from headroom.probes import topology
+from headroom.probes.nvml import NvmlProbe
 
 A100 = "a100-pcie-8gpu-nv12-bridge-pairs-empty-cpu-affinity-truncated.txt"
 
@@ -68,5 +71,17 @@ def test_no_nvidia_smi_and_no_nvml_exits_1(capsys, monkeypatch) -> None:
         return topology.unreadable("neither nvidia-smi nor NVML is available", "nvml")
 
     monkeypatch.setattr(topo, "read_topology", nothing)
+    monkeypatch.setattr(topo, "NvmlProbe", lambda: NvmlProbe(FakeNvml(no_driver())))
     code, out, err = run(capsys)
     assert code == 1 and out == "" and "neither nvidia-smi nor NVML" in err
+
+
+def test_live_machine_uses_nvml_names_and_matrix(capsys, monkeypatch) -> None:
+    machine = h100_sxm_8()
+    machine.nvlink_pairs = set()  # an NVSwitch box whose fabric is down: no NVLink at all
+    machine.ancestor = {frozenset((a, b)): 50 for a in range(8) for b in range(8) if a != b}
+    monkeypatch.setattr(topo, "NvmlProbe", lambda: NvmlProbe(FakeNvml(machine)))
+    monkeypatch.setattr(topology, "run_nvidia_smi_topo", lambda timeout_s=10.0: None)
+    code, out, _ = run(capsys, "--tp", "8")
+    assert code == 0 and "source: nvml" in out and "TP=8   poor" in out
+    assert "fabricmanager" in out  # H100 SXM names + no NV# link
