@@ -29,6 +29,8 @@ __all__ = [
     "TpVerdict",
     "tp_verdicts",
     "judge_gpu_set",
+    "NicPath",
+    "gpu_nic_paths",
     "link_rank",
     "verdict_to_json",
     "default_tp_sizes",
@@ -161,7 +163,8 @@ def _verdict(
         reasons.append(f"GPUs {names}: every pair is NVLink; weakest {_nv_bandwidth(weakest)}")
         if strongest != weakest:
             reasons.append(
-                f"links are uneven ({strongest} to {weakest}): the ring runs at {weakest}"
+                f"links are uneven ({strongest} to {weakest}): the ring runs at {weakest}; on "
+                "identical GPUs that can mean NVLinks are down (check `nvidia-smi nvlink -s`)"
             )
         return TpVerdict(tp, subset, weakest, "good", tuple(reasons))
 
@@ -255,6 +258,40 @@ def judge_gpu_set(
                 verdict.tp, chosen, verdict.weakest_link, verdict.level, (*verdict.reasons, note)
             )
     return verdict
+
+
+@dataclass(frozen=True)
+class NicPath:
+    """The closest NIC of one GPU, and whether GPUDirect RDMA can use it."""
+
+    gpu: int
+    nic: str | None  # column name (NIC0, mlx5_0); None when the matrix has no NICs
+    name: str | None  # device name from the NIC legend
+    link: str | None
+    gpudirect_rdma: bool | None  # NCCL enables GDR when the path is PXB or better
+
+
+def gpu_nic_paths(matrix: TopologyMatrix) -> list[NicPath]:
+    """Per GPU, the best-connected NIC (what multi-node TP/PP traffic would use)."""
+    paths = []
+    for i in range(len(matrix.gpus)):
+        row = matrix.gpu_nic_links[i] if i < len(matrix.gpu_nic_links) else ()
+        if not matrix.nics or not row:
+            paths.append(NicPath(i, None, None, None, None))
+            continue
+        k = max(range(len(row)), key=lambda c: (link_rank(row[c]), -c))
+        nic = matrix.nics[k]
+        known = link_rank(row[k]) > 0
+        paths.append(
+            NicPath(
+                i,
+                nic,
+                matrix.nic_names.get(nic),
+                row[k],
+                row[k] in ("PIX", "PXB") if known else None,
+            )
+        )
+    return paths
 
 
 def verdict_to_json(verdict: TpVerdict) -> dict:

@@ -225,3 +225,29 @@ def test_judge_the_gpus_a_server_actually_uses() -> None:
     assert paired.gpus == (6, 7) and paired.level == "good"
     assert not any("better connected" in r for r in paired.reasons)
     assert judge_gpu_set(matrix, [3, 9]).level == "unknown"
+
+
+def test_closest_nic_per_gpu_and_gpudirect() -> None:
+    from headroom.probes.topology_verdict import gpu_nic_paths
+
+    full = gpu_nic_paths(parse("h100-sxm-8gpu-nv18-8nic.txt"))
+    assert [(p.nic, p.name, p.link, p.gpudirect_rdma) for p in full[:2]] == [
+        ("NIC0", "mlx5_0", "PIX", True),
+        ("NIC1", "mlx5_1", "PIX", True),
+    ]
+    odd = gpu_nic_paths(parse("h100-sxm-8gpu-nv18-8nic-nic-pairs-on-even-gpus.txt"))
+    assert odd[1].link == "NODE" and odd[1].gpudirect_rdma is False
+    assert gpu_nic_paths(parse("rtx3090-2gpu-phb.txt"))[0].nic is None
+
+
+def test_uneven_nvlink_counts_are_called_out() -> None:
+    text = (
+        "\tGPU0\tGPU1\tGPU2\tGPU3\n"
+        "GPU0\t X \tNV2\tNV1\tNV1\n"
+        "GPU1\tNV2\t X \tNV1\tNV2\n"
+        "GPU2\tNV1\tNV1\t X \tNV2\n"
+        "GPU3\tNV1\tNV2\tNV2\t X \n"
+    )
+    (tp4,) = tp_verdicts(parse_topo_text(text), [4])
+    assert tp4.level == "good" and tp4.weakest_link == "NV1"
+    assert any("uneven" in r and "nvlink -s" in r for r in tp4.reasons)
