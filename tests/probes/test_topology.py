@@ -251,3 +251,25 @@ def test_uneven_nvlink_counts_are_called_out() -> None:
     (tp4,) = tp_verdicts(parse_topo_text(text), [4])
     assert tp4.level == "good" and tp4.weakest_link == "NV1"
     assert any("uneven" in r and "nvlink -s" in r for r in tp4.reasons)
+
+
+def test_no_header_infers_columns_but_is_low_confidence() -> None:
+    text = "GPU0\t X \tNV4\t0-15\t0\nGPU1\tNV4\t X \t0-15\t0\n"
+    matrix = parse_topo_text(text)
+    assert matrix.gpus == ("GPU0", "GPU1") and matrix.links[0][1] == "NV4"
+    assert matrix.confidence == "low" and any("no header" in p for p in matrix.problems)
+
+
+def test_wrapped_header_and_collapsed_affinity_spacing() -> None:
+    text = (
+        "        GPU0    GPU1    NIC0\n"
+        "        CPU Affinity    NUMA Affinity   GPU NUMA ID\n"
+        "GPU0     X      SYS     PIX     0-55,112-167 0N/A\n"
+        "GPU1    SYS      X      SYS     56-111,168-223  1       N/A\n"
+        "NIC0    PIX     SYS      X\n"
+    )
+    matrix = parse_topo_text(text)
+    assert matrix.confidence == "high" and matrix.nics == ("NIC0",)
+    assert matrix.cpu_affinity == ("0-55,112-167", "56-111,168-223")
+    assert matrix.numa_affinity == ("0", "1")
+    assert any("header was wrapped" in p for p in matrix.problems)
