@@ -43,6 +43,9 @@ class Action:
     value: object | None
     why: str
     cost: str = ""
+    # Knobs that must change in the same restart (lowering TP needs PP to take the GPUs);
+    # each also appears as its own action in the same finding.
+    also: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
@@ -116,6 +119,7 @@ def action_to_json(a: Action) -> dict[str, object]:
         "value": _jsonable(a.value),
         "why": a.why,
         "cost": a.cost,
+        "also": {k: _jsonable(v) for k, v in a.also},
     }
 
 
@@ -145,7 +149,7 @@ def plan_to_changes(action: Action) -> dict[str, object]:
     """knob -> value for cmdline.apply_changes; empty for advice (value None)."""
     if action.value is None:
         return {}
-    return {action.knob: action.value}
+    return {action.knob: action.value, **dict(action.also)}
 
 
 def _jsonable(value: object) -> object:

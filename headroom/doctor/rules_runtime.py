@@ -236,6 +236,7 @@ def pp_bubbles(ctx) -> list[Finding]:
                 total,
                 "TP keeps every GPU busy on every token",
                 "all-reduce on every layer: needs NVLink or fast PCIe inside the node",
+                also=(("pipeline_parallel_size", 1),),
             ),
             Action(
                 "pipeline_parallel_size",

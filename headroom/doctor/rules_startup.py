@@ -13,6 +13,8 @@ Directions (the brief's mitigation order, never the other way round):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from headroom.doctor import actions as A
 from headroom.doctor import log_events as LE
 from headroom.doctor.findings import Action, Finding
@@ -384,6 +386,7 @@ def pp_unsupported(ctx) -> list[Finding]:
         )
     ]
     if ctx.model is None or total in A.valid_tps(ctx.model, total):
+        acts[0] = replace(acts[0], also=(("tensor_parallel_size", total),))
         acts.append(
             Action(
                 "tensor_parallel_size",

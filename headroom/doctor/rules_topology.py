@@ -68,6 +68,7 @@ def tp_over_slow_links(ctx) -> list[Finding]:
                 smaller,
                 f"keep TP on the fast links; {verdict.weakest_link} stages all-reduce through the CPU",
                 "each GPU holds more of the model: less KV cache per GPU",
+                also=(("pipeline_parallel_size", tp // smaller * ctx.knobs.pp),),
             )
         )
         acts.append(
@@ -120,6 +121,7 @@ def pp_at_low_concurrency(ctx) -> list[Finding]:
             total,
             "TP uses every GPU for every token",
             "all-reduce on every layer, which NVLink carries easily",
+            also=(("pipeline_parallel_size", 1),),
         ),
         Action(
             "pipeline_parallel_size",

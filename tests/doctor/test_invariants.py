@@ -115,3 +115,25 @@ def test_every_failure_log_gets_a_finding_and_never_the_wrong_direction():
             )
         ):
             assert any(f.severity == "error" for f in d.findings), f"{name}: {ids}"
+
+
+def test_coupled_knobs_travel_together_in_plan_to_changes():
+    from headroom.doctor import plan_to_changes
+    from headroom.probes.topology import parse_topo_text
+
+    topo = parse_topo_text(
+        (FIXTURES / "topo" / "rtx4090-8gpu-all-sys-2nic-no-legend.txt").read_text()
+    )
+    d = diagnose(
+        DoctorInputs(
+            command=parse_command(
+                "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 8 --max-model-len 8192".split()
+            ),
+            topology=topo,
+            gpu_spec=parse_gpu_spec("8xRTX4090"),
+        )
+    )
+    first = d.findings[0].actions[0]
+    assert plan_to_changes(first) == {"tensor_parallel_size": 2, "pipeline_parallel_size": 4}
+    advice = [a for f in d.findings for a in f.actions if a.value is None]
+    assert all(plan_to_changes(a) == {} for a in advice)
