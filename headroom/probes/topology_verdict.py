@@ -17,6 +17,7 @@ The reasoning follows ../shared/reference/gpu-facts.md section 2:
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 _PCIE_RANK = {"PIX": 500, "PXB": 400, "PHB": 300, "NODE": 200, "SYS": 100, "SOC": 100}
-_EXHAUSTIVE_LIMIT = 16  # C(16, 8) = 12,870 subsets: cheap; beyond that pick greedily
+_EXHAUSTIVE_LIMIT = 5000  # subsets to score exhaustively (C(8, 4) = 70); beyond that, greedy
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def best_subset(matrix: TopologyMatrix, size: int) -> tuple[int, ...]:
     n = len(matrix.gpus)
     if size <= 1:
         return tuple(range(size))
-    if n <= _EXHAUSTIVE_LIMIT:
+    if math.comb(n, size) <= _EXHAUSTIVE_LIMIT:
         best, best_score = None, None
         for subset in itertools.combinations(range(n), size):
             score = _score(matrix, subset)

@@ -273,3 +273,17 @@ def test_wrapped_header_and_collapsed_affinity_spacing() -> None:
     assert matrix.cpu_affinity == ("0-55,112-167", "56-111,168-223")
     assert matrix.numa_affinity == ("0", "1")
     assert any("header was wrapped" in p for p in matrix.problems)
+
+
+def test_wide_box_uses_the_fast_island_even_on_the_greedy_path() -> None:
+    n = 16  # two 8-GPU NVLink islands joined by SYS; C(16, 8) is too many to try them all
+    header = "\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\n"
+    rows = "".join(
+        f"GPU{i}\t"
+        + "\t".join(" X " if i == j else ("NV18" if i // 8 == j // 8 else "SYS") for j in range(n))
+        + "\n"
+        for i in range(n)
+    )
+    by_tp = {v.tp: v for v in tp_verdicts(parse_topo_text(header + rows))}
+    assert by_tp[8].level == "good" and by_tp[8].gpus == tuple(range(8))
+    assert by_tp[16].level == "poor" and by_tp[16].weakest_link == "SYS"
