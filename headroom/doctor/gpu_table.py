@@ -46,12 +46,12 @@ def _g(name, aliases, mib, bw, nvl, gen, dc, cuda=None) -> GpuModel:
 
 # MiB totals as nvidia-smi prints them. Sources for the exact numbers: H100 81559 MiB and
 # RTX 4090 24564 MiB (nvidia-smi pastes in LMCache #259 and vllm #7553); CUDA totals from
-# PyTorch OOM messages: H100 79.11 (vllm #27508), A100-80 79.15 (vllm #4408), RTX 4090 23.65
+# PyTorch OOM messages and V0 profiles: H200 139.72 (vllm #10702), H100 79.11 (vllm #27508), A100-80 79.15 (vllm #4408), RTX 4090 23.65
 # (sglang #6082), RTX 3090 23.58 (vllm #10517). Others: vendor spec sheets.
 GPUS: tuple[GpuModel, ...] = (
     # datacenter, newest first
     _g("B200", ["B200-SXM", "B200 SXM"], 183359, 8000, 1800, "Blackwell", True),
-    _g("H200", ["H200-SXM", "H200 SXM", "H200-141GB"], 143771, 4800, 900, "Hopper", True),
+    _g("H200", ["H200-SXM", "H200 SXM", "H200-141GB"], 143771, 4800, 900, "Hopper", True, 139.72),
     _g("H200-NVL", ["H200 NVL"], 143771, 4800, 900, "Hopper", True),
     _g(
         "H100",

@@ -77,6 +77,22 @@ def test_plan_kv_capacity_within_15_percent_of_real_log(fixture, model, gpus, kn
     assert estimate == pytest.approx(real, rel=0.15), f"estimate {estimate:,} vs real {real:,}"
 
 
+def test_tp8_h200_llama_70b_kv_memory_within_15_percent():
+    # vllm #10702: "kv_cache_size=110.52GiB" per worker (V0 0.6.4, utilization 0.95)
+    log = read_fixture("gpu-startup-logs", "h200x8-llama-70b-tp8-v0.6.4.log")
+    real = min(float(x) for x in re.findall(r"kv_cache_size=([\d.]+)GiB", log))
+    acc = account(
+        find_model("meta-llama/Llama-3.1-70B-Instruct"),
+        parse_gpu_spec("8xH200"),
+        Knobs(tp=8, gpu_memory_utilization=0.95),
+        "0.6.4",
+    )
+    assert acc.kv_cache_gib == pytest.approx(real, rel=0.15)
+    assert acc.weights_gib == pytest.approx(
+        16.53, rel=0.03
+    )  # peak_torch_memory is weights + a small prefill
+
+
 def test_tp2_rtx4090_worker_kv_memory_within_15_percent():
     # vllm #13061: "the rest of the memory reserved for KV Cache is only 8.69GiB" (worker 0)
     acc = account(
@@ -92,17 +108,18 @@ def test_tp2_rtx4090_worker_kv_memory_within_15_percent():
 
 
 KV_PER_TOKEN = [
-    ("h100x4-qwen3-235b-a22b-fp8-tp4.log", "Qwen/Qwen3-235B-A22B-FP8", 4),
-    ("gpu1-qwen3-14b-maxlen32768-v1.log", "Qwen/Qwen3-14B", 1),
+    ("h100x4-qwen3-235b-a22b-fp8-tp4.log", "Qwen/Qwen3-235B-A22B-FP8", 4, "auto"),
+    ("gpu1-qwen3-14b-maxlen32768-v1.log", "Qwen/Qwen3-14B", 1, "auto"),
+    ("gpu-qwen3-30b-a3b-fp8-kv-fp8-v1.log", "Qwen/Qwen3-30B-A3B-FP8", 1, "fp8"),
 ]
 
 
-@pytest.mark.parametrize(("fixture", "model", "tp"), KV_PER_TOKEN)
-def test_kv_bytes_per_token_turns_real_kv_memory_into_real_tokens(fixture, model, tp):
+@pytest.mark.parametrize(("fixture", "model", "tp", "kv_dtype"), KV_PER_TOKEN)
+def test_kv_bytes_per_token_turns_real_kv_memory_into_real_tokens(fixture, model, tp, kv_dtype):
     log = read_fixture("gpu-startup-logs", fixture)
     kv_gib = float(re.search(r"Available KV cache memory: ([\d.]+) GiB", log).group(1))
     real = _tokens_in(log)
-    per_token = kv_bytes_per_token(find_model(model), tp=tp)
+    per_token = kv_bytes_per_token(find_model(model), tp=tp, kv_cache_dtype=kv_dtype)
     ours = int(kv_gib * GIB // (per_token * 16)) * 16
     # the log rounds GiB to 2 decimals: allow that rounding, nothing more
     assert ours == pytest.approx(real, rel=0.02)
