@@ -144,7 +144,7 @@ class NvmlProbe:
             return GpuSnapshot(
                 time.monotonic(),
                 False,
-                "NVML found no GPUs",
+                "NVML found no GPUs" if count == 0 else "NVML could not count the GPUs",
                 to_str(caller.call("nvmlSystemGetDriverVersion")),
                 self._cuda(caller),
                 (),
@@ -164,9 +164,12 @@ class NvmlProbe:
         )
 
     def _cuda(self, caller: NvmlCaller) -> str | None:
-        raw = caller.call("nvmlSystemGetCudaDriverVersion_v2")
-        if raw is None:
-            raw = caller.call("nvmlSystemGetCudaDriverVersion")
+        raw = caller.first_of(
+            [
+                ("nvmlSystemGetCudaDriverVersion_v2", (), {}),
+                ("nvmlSystemGetCudaDriverVersion", (), {}),
+            ]
+        )
         return cuda_version_text(raw)
 
     def _read_gpu(self, caller: NvmlCaller, index: int) -> GpuReading:
@@ -218,19 +221,27 @@ class NvmlProbe:
         static = self._static_facts(caller, index, h)
         total = used = reserved = free = None
         v2 = getattr(caller.nvml, "nvmlMemory_v2", None)
-        mem = c("nvmlDeviceGetMemoryInfo", version=v2) if v2 is not None else None
-        if mem is None:
-            mem = c("nvmlDeviceGetMemoryInfo")
+        mem = caller.first_of(
+            [("nvmlDeviceGetMemoryInfo", (h,), {"version": v2})] * (v2 is not None)
+            + [("nvmlDeviceGetMemoryInfo", (h,), {})],
+            gpu=index,
+        )
         if mem is not None:
             total, used, free = as_int(mem.total), as_int(mem.used), as_int(mem.free)
             reserved = as_int(getattr(mem, "reserved", None))
         util = c("nvmlDeviceGetUtilizationRates")
-        limit = c("nvmlDeviceGetEnforcedPowerLimit")
-        if limit is None:
-            limit = c("nvmlDeviceGetPowerManagementLimit")
-        reasons = c("nvmlDeviceGetCurrentClocksEventReasons")
-        if reasons is None:
-            reasons = c("nvmlDeviceGetCurrentClocksThrottleReasons")
+        limit = caller.first_of(
+            [("nvmlDeviceGetEnforcedPowerLimit", (h,), {}),
+             ("nvmlDeviceGetPowerManagementLimit", (h,), {})],
+            gpu=index,
+        )  # fmt: skip
+        # The ...ThrottleReasons names are deprecated (removed in CUDA 14) but older drivers
+        # only have them.
+        reasons = caller.first_of(
+            [("nvmlDeviceGetCurrentClocksEventReasons", (h,), {}),
+             ("nvmlDeviceGetCurrentClocksThrottleReasons", (h,), {})],
+            gpu=index,
+        )  # fmt: skip
         nvlinks = []
         remotes: dict[int, str | None] = static.setdefault("nvlink_remote", {})
         for link in range(static["nvlink_count"]):
@@ -290,9 +301,12 @@ class NvmlProbe:
         )
 
     def _processes(self, caller: NvmlCaller, index: int, h: Any) -> tuple[GpuProcess, ...]:
-        raw = caller.call("nvmlDeviceGetComputeRunningProcesses", h, gpu=index)
-        if raw is None:  # e.g. NVMLLibraryMismatchError: the driver lacks the _v3 symbol
-            raw = caller.call("nvmlDeviceGetComputeRunningProcesses_v2", h, gpu=index)
+        # NVMLLibraryMismatchError when the driver lacks the _v3 symbol: fall back to _v2.
+        raw = caller.first_of(
+            [("nvmlDeviceGetComputeRunningProcesses", (h,), {}),
+             ("nvmlDeviceGetComputeRunningProcesses_v2", (h,), {})],
+            gpu=index,
+        )  # fmt: skip
         procs = []
         for entry in raw or ():
             pid = as_int(attr_or_none(entry, "pid"))

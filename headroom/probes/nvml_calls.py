@@ -103,6 +103,7 @@ class NvmlCaller:
     def __init__(self, nvml: Any) -> None:
         self.nvml = nvml
         self.unsupported: list[str] = []
+        self.last_absent = False
         self._absent: set[tuple[int | None, int | None, str, tuple]] = set()
 
     def _note_unsupported(self, name: str) -> None:
@@ -110,21 +111,31 @@ class NvmlCaller:
             self.unsupported.append(name)
 
     def call(
-        self, name: str, *args: Any, gpu: int | None = None, peer: int | None = None, **kwargs: Any
+        self,
+        name: str,
+        *args: Any,
+        gpu: int | None = None,
+        peer: int | None = None,
+        quiet: bool = False,
+        **kwargs: Any,
     ) -> Any:
         """Call `nvml.<name>(*args)`; None when the call fails. GpuIsLost raises GpuLost.
 
         `gpu` is the NVML index the call concerns (None for system-wide calls) and `peer` the
         second GPU of pairwise calls; with the scalar arguments they key the NotSupported cache.
+        `quiet` caches a NotSupported answer without listing it (a fallback may still work).
+        `last_absent` tells afterwards whether a None meant "not supported here".
         """
         # kwargs are part of the key: memory info v2 may be NotSupported where v1 works.
         key = (gpu, peer, name, _hashable(args) + _hashable(tuple(sorted(kwargs.items()))))
+        self.last_absent = True
         if key in self._absent:
             return None
         func: Callable[..., Any] | None = getattr(self.nvml, name, None)
         if func is None:
             self._absent.add(key)
-            self._note_unsupported(name)
+            if not quiet:
+                self._note_unsupported(name)
             return None
         try:
             return func(*args, **kwargs)
@@ -134,9 +145,27 @@ class NvmlCaller:
                 raise GpuLost(name) from exc
             if code in _ABSENT_CODES:
                 self._absent.add(key)
-                if code != INVALID_ARGUMENT and code != NOT_FOUND:
+                if not quiet and code != INVALID_ARGUMENT and code != NOT_FOUND:
                     self._note_unsupported(name)
+                return None
+            self.last_absent = False
             return None
+
+    def first_of(self, calls: list[tuple[str, tuple, dict]], gpu: int | None = None) -> Any:
+        """The first of several equivalent calls that answers (newer API first, then older).
+
+        Only when every alternative is unsupported is the first name listed in `unsupported`,
+        so a driver that lacks memory-info v2 but answers v1 is not reported as lacking memory.
+        """
+        all_absent = True
+        for name, args, kwargs in calls:
+            value = self.call(name, *args, gpu=gpu, quiet=True, **kwargs)
+            if value is not None:
+                return value
+            all_absent = all_absent and self.last_absent
+        if all_absent and calls:
+            self._note_unsupported(calls[0][0])
+        return None
 
     def forget_gpu(self, gpu: int) -> None:
         """Drop the NotSupported cache of one GPU (after it came back from being lost)."""

@@ -109,6 +109,8 @@ def test_geforce_notsupported_fields_are_none_and_cached() -> None:
     for name in ("nvmlDeviceGetEccMode", "nvmlDeviceGetRemappedRows", "nvmlDeviceGetMigMode",
                  "nvmlDeviceGetNvLinkState", "nvmlDeviceGetCurrentClocksEventReasons"):  # fmt: skip
         assert snap.unsupported.count(name) == 1, name
+    assert "nvmlDeviceGetMemoryInfo" not in snap.unsupported  # v2 missing, v1 answered
+    assert "nvmlDeviceGetCurrentClocksThrottleReasons" not in snap.unsupported
     ecc_calls = fake.calls["nvmlDeviceGetEccMode"]
     again = probe.read()
     assert fake.calls["nvmlDeviceGetEccMode"] == ecc_calls  # NotSupported is not asked twice
@@ -267,3 +269,28 @@ def test_snapshot_to_json_round_trips_through_json() -> None:
     data = json.loads(json.dumps(snapshot_to_json(probe.read())))
     assert data["available"] is True and data["gpus"][3]["processes"][1]["pid"] == FOREIGN_PID
     assert data["gpus"][0]["nvlinks"][0]["active"] is True
+
+
+def test_old_driver_without_v3_process_symbol_falls_back_to_v2() -> None:
+    class OldDriver(FakeNvml):
+        def nvmlDeviceGetComputeRunningProcesses(self, handle):
+            raise pynvml.NVMLLibraryMismatchError("driver lacks _v3")
+
+        def nvmlDeviceGetComputeRunningProcesses_v2(self, handle):
+            return FakeNvml.nvmlDeviceGetComputeRunningProcesses(self, handle)
+
+        nvmlSystemGetCudaDriverVersion_v2 = None  # symbol missing in old bindings
+
+    snap = NvmlProbe(OldDriver(rtx4090_2()), process_lookup=lookup).read()
+    assert [p.pid for p in snap.gpus[1].processes] == [7002]
+    assert snap.cuda_version == "12.4"
+    assert not any("Process" in name or "Cuda" in name for name in snap.unsupported)
+
+
+def test_nvml_that_cannot_count_says_so() -> None:
+    class NoCount(FakeNvml):
+        def nvmlDeviceGetCount(self):
+            raise pynvml.NVMLError(999)
+
+    snap = NvmlProbe(NoCount(h100_sxm_8())).read()
+    assert not snap.available and snap.reason == "NVML could not count the GPUs"
