@@ -115,6 +115,16 @@ CASES = [
         never=(("gpu_memory_utilization", "raise"), ("gpu_memory_utilization", "lower")),
     ),
     Case(
+        "max seq len over KV with fp8 already on: no fp8 advice",
+        gpu_log("gpu-qwen3-30b-a3b-fp8-kv-fp8-v1.log"),
+        command="vllm serve Qwen/Qwen3-30B-A3B-FP8 --kv-cache-dtype fp8 --max-model-len 221000",
+        finding="max-seq-len-exceeds-kv",
+        step=4,
+        must=(("max_model_len", "lower"),),
+        never=(("kv_cache_dtype", "set"), ("max_num_seqs", "lower")),
+        value=("max_model_len", 122080),
+    ),
+    Case(
         "no memory for cache blocks (V0 message)",
         gpu_log("gpu-qwen2.5-0.5b-no-cache-blocks-v0.6.4.log"),
         finding="no-cache-memory",
