@@ -19,23 +19,9 @@ SHORT = Distribution(
     "short", "real-vLLM smoke", mix=Mix("short", "t", (32, 96), (16, 32)), fingerprint="real-short"
 )
 
-_CANDIDATES = ("real_vllm_server", "shared_real_vllm", "real_vllm", "vllm_server")
 
-
-def _server_url(request) -> str:
-    for name in _CANDIDATES:
-        try:
-            server = request.getfixturevalue(name)
-        except pytest.FixtureLookupError:
-            continue
-        url = server if isinstance(server, str) else getattr(server, "url", None)
-        if url:
-            return str(url)
-    pytest.skip("no shared real-vLLM server fixture (tests/real_vllm/conftest.py) available")
-
-
-async def test_short_ramp_against_real_vllm(request) -> None:
-    url = _server_url(request)
+async def test_short_ramp_against_real_vllm(real_vllm_server) -> None:
+    url = real_vllm_server.url
     config = BenchConfig(
         url,
         ramp=(1, 2, 4),
@@ -62,5 +48,5 @@ async def test_short_ramp_against_real_vllm(request) -> None:
         assert step.waiting_peak is not None and step.preemptions is not None
     # More concurrency must not make the server slower overall (batching works on CPU too).
     assert result.steps[1].output_tokens_per_s > 0.8 * result.steps[0].output_tokens_per_s
-    assert result.workload["model"]
+    assert result.workload["model"] == real_vllm_server.model_name
     assert result.knee.reason
