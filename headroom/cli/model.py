@@ -28,14 +28,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / 1024**3:.2f} GiB"
+def _size(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 1024**3:.2f} GiB" if n >= 1024**3 else f"{n / 1024**2:.1f} MiB"
 
 
 def _count(n: int | None) -> str:
     if n is None:
         return "?"
     return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
+
+
+def _weights_line(shape) -> str:
+    if shape.weights_complete is None:
+        return "no safetensors files (parameter count unknown)"
+    line = f"{_size(shape.weight_bytes)} in {shape.weight_files} safetensors file(s)"
+    return line + (" (some shards missing)" if shape.weights_complete is False else "")
 
 
 def main(argv: list[str]) -> int:
@@ -63,8 +72,7 @@ def main(argv: list[str]) -> int:
         ("quantization", shape.quantization or "none"),
         ("experts", f"{shape.num_experts} ({shape.num_experts_per_token or '?'} per token)" if shape.num_experts else "dense"),
         ("parameters", _count(shape.param_count)),
-        ("weights", f"{_gib(shape.weight_bytes)} in {shape.weight_files} safetensors file(s)"
-                    + (" (some shards missing)" if shape.weights_complete is False else "")),
+        ("weights", _weights_line(shape)),
         ("KV cache per token", f"{kv / 1024:.1f} KiB at 16-bit ({kv} bytes)"),
     ]  # fmt: skip
     width = max(len(label) for label, _ in rows)
