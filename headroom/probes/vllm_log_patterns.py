@@ -264,6 +264,19 @@ def _v0_profile(match: re.Match[str]) -> dict[str, object]:
     return out
 
 
+def _config_error(match: re.Match[str]) -> dict[str, object]:
+    out: dict[str, object] = {"message": match.group("message").strip()}
+    longer = re.search(
+        r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len \((\w+)=(\d+)",
+        out["message"],  # type: ignore[arg-type]
+    )
+    if longer:
+        out["max_model_len"] = int(longer.group(1))
+        out["derived_max_model_len"] = int(longer.group(3))
+        out["derived_from"] = longer.group(2)
+    return out
+
+
 def _unrecognized(match: re.Match[str]) -> dict[str, object]:
     return {"args": match.group("args").split()}
 
@@ -352,7 +365,7 @@ RULES: tuple[_Rule, ...] = (
     _rule("unrecognized_arguments", "error", "unrecognized arguments:", r"unrecognized arguments: (?P<args>.*)$",
           _unrecognized),
     _rule("config_error", "error", ("Value error, ", "is greater than the derived max_model_len", "error: argument "),
-          r"(?:.*?(?:Value error, |error: ))?(?P<message>.+?)(?: \[type=.*)?$"),
+          r"(?:.*?(?:Value error, |error: ))?(?P<message>.+?)(?: \[type=.*)?$", _config_error),
     # --- NCCL, shared memory, distributed ---------------------------------------------
     _rule("shm_full", "error", ("No space left on device", "Error while creating shared memory segment",
                                 "failed to extend /dev/shm"),

@@ -229,6 +229,8 @@ LINES = [
     ("api_server.py: error: unrecognized arguments: --swap-space 4", "unrecognized_arguments", {"args": ["--swap-space", "4"]}),
     ("  Value error, Invalid kv_cache_dtype: 'fp7'. Valid values are: auto [type=value_error, input_value=1, input_type=str]",
      "config_error", {"message": "Invalid kv_cache_dtype: 'fp7'. Valid values are: auto"}),
+    ("ValueError: User-specified max_model_len (100000) is greater than the derived max_model_len (max_position_embeddings=32768 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.",
+     "config_error", {"max_model_len": 100000, "derived_max_model_len": 32768, "derived_from": "max_position_embeddings"}),
     ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.24 GiB already allocated; 3.75 MiB free; 14.57 GiB reserved in total by PyTorch)",
      "cuda_oom", {"gpu": 0, "total_gib": 15.78, "process_gib": 14.24}),
     (P + "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.",
