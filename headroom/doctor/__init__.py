@@ -38,9 +38,23 @@ __all__ = [
 
 
 def all_rules():
-    from headroom.doctor import rules_runtime, rules_startup, rules_topology
+    from headroom.doctor import (
+        rules_gpu,
+        rules_oom,
+        rules_parallel,
+        rules_runtime,
+        rules_startup,
+        rules_topology,
+    )
 
-    return rules_startup.RULES + rules_runtime.RULES + rules_topology.RULES
+    return (
+        rules_startup.RULES
+        + rules_oom.RULES
+        + rules_parallel.RULES
+        + rules_runtime.RULES
+        + rules_gpu.RULES
+        + rules_topology.RULES
+    )
 
 
 def diagnose(inputs: DoctorInputs) -> Diagnosis:

@@ -1,0 +1,176 @@
+"""CUDA out-of-memory and the start-up memory gate.
+
+An OOM is the opposite case of a KV shortage: another process's memory, CUDA-graph capture or
+the activation peak want a LOWER utilization, --enforce-eager or fewer batched tokens; an OOM
+while loading weights wants more GPUs (TP) or a quantized checkpoint. Free memory below the
+utilization at start-up means others hold memory: lower the utilization to what is free.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor import actions as A
+from headroom.doctor import log_events as LE
+from headroom.doctor.findings import Action, Finding
+
+
+def _compact(actions) -> tuple[Action, ...]:
+    return tuple(a for a in actions if a is not None)
+
+
+def _oom_phase(ctx, event: LE.Event) -> str:
+    """Where the OOM happened, from the lines around it: weights, sampler, graphs, runtime."""
+    index = ctx.events.index(event)
+    before = ctx.events[:index]
+    around = " ".join(
+        ctx.lines_before(event) or [e.line for e in ctx.events[max(0, index - 6) : index + 1]]
+    )
+    around = around.lower()
+    nums = LE.oom_numbers(event.line)
+    if "failed to load model" in around or "load_weights" in around:
+        return "weights"
+    if "allocate_kv_cache" in around or "initialize_kv_cache" in around or "cache_engine" in around:
+        return "kv-alloc"
+    if "sampler" in around or "warming up sampler" in around:
+        return "sampler"
+    if "captur" in around or nums.get("graph_pools_gib", 0) > 1.0:
+        return "graphs"
+    if any(e.kind in ("startup_complete", "stats") for e in before):
+        return "runtime"
+    if not any(e.kind in ("weights_loaded",) for e in before):
+        total, process = nums.get("total_gib"), nums.get("largest_process_gib")
+        if (
+            total
+            and process
+            and process > 0.9 * total
+            and ctx.knobs.gpu_memory_utilization
+            and ctx.knobs.gpu_memory_utilization < 0.8
+        ):
+            return "weights"  # the process filled the GPU before any KV cache existed
+        if "load" in around or "weight" in around or not before:
+            return "weights"
+    return "activation"
+
+
+def cuda_oom(ctx) -> list[Finding]:
+    events = ctx.of("cuda_oom")
+    if not events:
+        return []
+    event = events[0]
+    nums = LE.oom_numbers(event.line)
+    phase = _oom_phase(ctx, event)
+    evidence = [event.line.strip()[:400]]
+    if "total_gib" in nums and "free_gib" in nums:
+        evidence.append(
+            f"{nums.get('free_gib', 0):.2f} GiB free of {nums['total_gib']:.2f} GiB when "
+            f"{nums.get('tried_gib', 0):.2f} GiB more was asked for"
+        )
+    if nums.get("process_count", 0) > 1:
+        evidence.append(f"{int(nums['process_count'])} processes hold memory on this GPU")
+    acc = ctx.account
+    if nums.get("process_count", 0) > 1:
+        acts = [A.lower_utilization(ctx, None, "another process's memory is on this GPU too")]
+        return [
+            Finding(
+                "cuda-oom-foreign-process",
+                None,
+                "error",
+                "Out of GPU memory: other processes share this GPU",
+                tuple(evidence),
+                _compact(acts),
+            )
+        ]
+    if phase == "weights":
+        tp = A.lowest_fitting_tp(ctx)
+        if acc is not None:
+            evidence.append(
+                f"estimate: {acc.weights_gib:.2f} GiB of weights per GPU at TP {acc.tp} "
+                f"on {acc.gpu_usable_gib:.2f} GiB GPUs"
+            )
+        acts = [
+            A.raise_tp(ctx, tp, "the weights alone do not fit this many GPUs"),
+            Action(
+                "quantization",
+                "set",
+                None,
+                "a quantized checkpoint (FP8, AWQ, GPTQ) halves or quarters the weights",
+                "some quality loss; needs a quantized checkpoint or an FP8-capable GPU",
+            ),
+        ]
+        return [
+            Finding(
+                "cuda-oom-weights",
+                1,
+                "error",
+                "Out of GPU memory while loading the weights",
+                tuple(evidence),
+                _compact(acts),
+            )
+        ]
+    seqs = ctx.knobs.max_num_seqs or (acc.max_num_seqs if acc else 256)
+    batched = ctx.knobs.max_num_batched_tokens or (acc.batched_tokens if acc else 2048)
+    if phase == "sampler":
+        acts = [
+            A.lower_max_num_seqs(
+                seqs, None, "the sampler warm-up allocates logits for every sequence"
+            ),
+            A.lower_utilization(ctx, None, "leaves room for the sampler's fp32 logits"),
+        ]
+        title = "Out of GPU memory warming up the sampler (max_num_seqs dummy requests)"
+    elif phase == "kv-alloc":
+        acts = [
+            A.lower_utilization(ctx, None, "the KV cache was sized larger than what is free"),
+            A.lower_batched_tokens(batched, "a smaller activation peak per step"),
+        ]
+        title = "Out of GPU memory allocating the KV cache"
+    elif phase == "graphs":
+        acts = [
+            A.enforce_eager("CUDA-graph capture needs memory outside the KV cache"),
+            A.lower_utilization(ctx, None, "leaves room for CUDA-graph pools"),
+        ]
+        title = "Out of GPU memory capturing CUDA graphs"
+    else:
+        acts = [
+            A.lower_batched_tokens(batched, "a smaller activation peak per step"),
+            A.lower_utilization(ctx, None, "leaves room above the profiled activation peak"),
+        ]
+        title = "Out of GPU memory at the activation peak"
+    return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), _compact(acts))]
+
+
+def free_memory_below_utilization(ctx) -> list[Finding]:
+    events = ctx.of("free_memory_below_utilization")
+    if not events:
+        return []
+    nums = LE.free_memory_numbers(events[0].line)
+    evidence = [events[0].line.strip()]
+    target = None
+    if nums:
+        target = nums["free_gib"] / nums["total_gib"] - 0.02
+        evidence.append(
+            f"{nums['total_gib'] - nums['free_gib']:.2f} GiB is held by other processes"
+        )
+    acts = [
+        A.lower_utilization(
+            ctx, target, "vLLM asks for utilization x total, and only the free part is there"
+        ),
+        Action(
+            "gpu_memory_utilization",
+            "lower",
+            None,
+            "or stop the other process holding GPU memory",
+            "none for vLLM; the other job stops",
+        ),
+    ]
+    return [
+        Finding(
+            "free-memory-below-utilization",
+            None,
+            "error",
+            "Other processes hold GPU memory vLLM wants",
+            tuple(evidence),
+            _compact(acts),
+        )
+    ]
+
+
+RULES = (cuda_oom, free_memory_below_utilization)
