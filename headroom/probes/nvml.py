@@ -177,8 +177,8 @@ class NvmlProbe:
             handle = self._handles.get(index)
             if handle is None:
                 handle = caller.call("nvmlDeviceGetHandleByIndex", index, gpu=index)
-                if handle is None:
-                    return lost_reading(index, self._static.get(index))
+                if handle is None:  # e.g. NoPermission: counted by NVML but not ours to read
+                    return lost_reading(index, self._static.get(index), lost=False)
                 self._handles[index] = handle
             return self._read_handle(caller, index, handle)
         except GpuLost:
@@ -186,6 +186,8 @@ class NvmlProbe:
             self._handles.pop(index, None)
             caller.forget_gpu(index)
             return lost_reading(index, self._static.get(index))
+        except Exception:  # noqa: BLE001 - nonsense from one GPU must not hide the others
+            return lost_reading(index, self._static.get(index), lost=False)
 
     def _static_facts(self, caller: NvmlCaller, index: int, h: Any) -> dict[str, Any]:
         static = self._static.get(index)
@@ -227,8 +229,9 @@ class NvmlProbe:
             gpu=index,
         )
         if mem is not None:
-            total, used, free = as_int(mem.total), as_int(mem.used), as_int(mem.free)
-            reserved = as_int(getattr(mem, "reserved", None))
+            total, used = as_int(attr_or_none(mem, "total")), as_int(attr_or_none(mem, "used"))
+            free = as_int(attr_or_none(mem, "free"))
+            reserved = as_int(attr_or_none(mem, "reserved"))
         util = c("nvmlDeviceGetUtilizationRates")
         limit = caller.first_of(
             [("nvmlDeviceGetEnforcedPowerLimit", (h,), {}),

@@ -6,6 +6,7 @@ reading NVML, and so consumers that only need the types do not load the probe.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -88,15 +89,20 @@ class GpuSnapshot:
     unsupported: tuple[str, ...]
 
 
-def lost_reading(index: int, static: dict[str, Any] | None = None) -> GpuReading:
-    """A reading for a GPU that stopped answering: identity from the cache, nothing else."""
+def lost_reading(
+    index: int, static: dict[str, Any] | None = None, *, lost: bool = True
+) -> GpuReading:
+    """A reading for a GPU that stopped answering: identity from the cache, nothing else.
+
+    `lost=False` gives the same empty reading for a GPU whose answers made no sense.
+    """
     static = static or {}
     return GpuReading(
         index=index,
         name=static.get("name"),
         uuid=static.get("uuid"),
         pci_bus_id=static.get("pci_bus_id"),
-        lost=True,
+        lost=lost,
         memory_total=static.get("memory_total"),
         memory_used=None,
         memory_reserved=None,
@@ -141,8 +147,16 @@ def throttle_names(mask: Any) -> tuple[str, ...] | None:
 
 
 def attr_or_none(obj: Any, name: str) -> Any:
-    """obj.name, or None when obj is None or lacks it (NVML structs vary by version)."""
-    return getattr(obj, name, None) if obj is not None else None
+    """obj.name (or obj[name] for a mapping), None when absent: NVML structs vary by version
+    and stand-ins may answer with dicts."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - a struct field that cannot be decoded is just missing
+        return None
 
 
 def as_float(value: Any, scale: float = 1.0) -> float | None:

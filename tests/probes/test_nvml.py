@@ -294,3 +294,39 @@ def test_nvml_that_cannot_count_says_so() -> None:
 
     snap = NvmlProbe(NoCount(h100_sxm_8())).read()
     assert not snap.available and snap.reason == "NVML could not count the GPUs"
+
+
+def test_odd_answers_from_one_gpu_do_not_hide_the_others() -> None:
+    class Odd(FakeNvml):
+        def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+            gpu = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
+            return {"total": gpu.memory_total, "used": gpu.memory_used, "free": 0}
+
+        def nvmlDeviceGetMigMode(self, device):
+            if device.index == 1:
+                raise RuntimeError("stand-in bug")
+            return [0, 0]
+
+        def nvmlDeviceGetEccMode(self, handle):
+            if handle.index == 2:
+                return object.__new__(type("Weird", (), {"__getitem__": 1}))  # unusable
+            return [1, 1]
+
+    snap = NvmlProbe(Odd(h100_sxm_8()), process_lookup=lookup).read()
+    assert snap.available and len(snap.gpus) == 8
+    assert snap.gpus[0].memory_total == 81_559 * MIB and snap.gpus[0].memory_free == 0
+    assert snap.gpus[1].mig_enabled is None and snap.gpus[1].memory_used == 74_000 * MIB
+    assert not any(g.lost for g in snap.gpus)
+
+
+def test_gpu_without_permission_is_empty_not_lost() -> None:
+    class Locked(FakeNvml):
+        def nvmlDeviceGetHandleByIndex(self, index):
+            if index == 1:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION)
+            return FakeNvml.nvmlDeviceGetHandleByIndex(self, index)
+
+    snap = NvmlProbe(Locked(rtx4090_2()), process_lookup=lookup).read()
+    assert snap.gpus[0].name == "NVIDIA GeForce RTX 4090"
+    assert snap.gpus[1].name is None and snap.gpus[1].lost is False
+    assert "nvmlDeviceGetHandleByIndex" in snap.unsupported
