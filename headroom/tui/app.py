@@ -21,6 +21,7 @@ from typing import Any
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.screen import Screen
 
 from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
@@ -30,7 +31,10 @@ from headroom.tui.sources import DataSources, LiveSources
 from headroom.tui.store import Store
 
 LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
-DOCTOR_MIN_S = 2.0  # the doctor re-runs at most this often, and only when inputs changed
+DOCTOR_MIN_S = 2.0
+GPU_UNAVAILABLE_RETRY_S = (
+    15.0  # the doctor re-runs at most this often, and only when inputs changed
+)
 
 
 class HeadroomApp(App[int]):
@@ -88,7 +92,7 @@ class HeadroomApp(App[int]):
         self._doctor_loop()
         self._runs_once()
 
-    async def _repeat(self, name: str, read, post, every: float) -> None:
+    async def _repeat(self, name: str, read, post, every) -> None:
         """Run `read` forever (once for recorded sources), posting what it returns.
         The next read starts only after this one finished: a slow probe delays itself and
         nothing else."""
@@ -107,7 +111,8 @@ class HeadroomApp(App[int]):
             if self.sources.one_shot:
                 return
             elapsed = asyncio.get_running_loop().time() - started
-            await asyncio.sleep(max(0.0, every - elapsed))
+            wait = every(result) if callable(every) else every
+            await asyncio.sleep(max(0.0, wait - elapsed))
 
     @work(exclusive=True, group="server", exit_on_error=False)
     async def _server_loop(self) -> None:
@@ -115,6 +120,8 @@ class HeadroomApp(App[int]):
             await self.sources.start()
         except Exception as exc:
             self.post_message(msg.ServerStateChanged("failed", f"could not start: {exc}"))
+        if await self.sources.read_server_state() is None:
+            return  # attached only: no supervisor state to follow
 
         def post(result: tuple[str, str | None]) -> None:
             state, detail = result
@@ -140,11 +147,18 @@ class HeadroomApp(App[int]):
             self.post_message(msg.ProbeFailed("gpus", reason))
             self.post_message(msg.ProbeFailed("topology", reason))
             return
+
+        def every(snapshot: Any) -> float:
+            # No driver or no GPU rarely changes while running: look again, but seldom.
+            if snapshot is not None and not getattr(snapshot, "available", True):
+                return max(self.interval, GPU_UNAVAILABLE_RETRY_S)
+            return self.interval
+
         await self._repeat(
             "gpus",
             self.sources.sample_gpus,
             lambda snap: self.post_message(msg.GpusSampled(snap)),
-            self.interval,
+            every,
         )
 
     @work(exclusive=True, group="topology", exit_on_error=False)
@@ -164,6 +178,9 @@ class HeadroomApp(App[int]):
 
     @work(exclusive=True, group="logs", exit_on_error=False)
     async def _log_loop(self) -> None:
+        if not self.sources.has_logs:
+            return
+
         def post(lines: list[str]) -> None:
             if lines:
                 self.store.add_log_lines(lines)
@@ -208,8 +225,11 @@ class HeadroomApp(App[int]):
     def _redraw(self, what: str) -> None:
         for screen in self.screen_stack[-2:]:  # the visible screen and the one under a modal
             show = getattr(screen, "show", None)
-            if show is not None:
-                show(self.store, what)
+            if show is not None and screen.is_mounted:
+                try:
+                    show(self.store, what)
+                except NoMatches:  # a screen still composing or already torn down
+                    pass
 
     @on(msg.MetricsScraped)
     def _on_metrics(self, message: msg.MetricsScraped) -> None:

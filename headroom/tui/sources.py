@@ -51,6 +51,7 @@ class DataSources:
     gpus_local = True
     gpus_remote_reason: str | None = None
     can_restart = False
+    has_logs = True  # False: no log to follow, so the app does not poll for one
 
     def clock(self) -> float:
         return time.monotonic()
@@ -137,6 +138,7 @@ class LiveSources(DataSources):
                 f"GPUs not local: the server runs on {host}; this machine's GPUs are not its GPUs"
             )
         self.can_restart = supervisor is not None
+        self.has_logs = supervisor is not None or bool(log_path)
         self._log_path = log_path
         self._tail: FileTail | None = FileTail(log_path) if log_path else None
         self._digest: Any = None

@@ -7,6 +7,8 @@ from typing import Any
 from textual.markup import escape
 from textual.widgets import Static
 
+from headroom.tui.widgets.cheap_update import set_markup
+
 SEVERITY = {"error": ("$error", "✖"), "warning": ("$warning", "▲"), "info": ("$primary", "●")}
 
 
@@ -25,16 +27,17 @@ class FindingLine(Static):
     def show(self, diagnosis: Any, unavailable: str | None) -> None:
         if diagnosis is None:
             reason = f"unavailable: {unavailable}" if unavailable else "no diagnosis yet"
-            self.update(f"[b]Doctor[/b] [$text-muted]{escape(reason)}[/]")
+            set_markup(self, f"[b]Doctor[/b] [$text-muted]{escape(reason)}[/]")
             return
         findings = [f for f in diagnosis.findings if f.severity in {"error", "warning"}]
         if not findings:
-            self.update("[b]Doctor[/b] [$success]✔ nothing wrong found[/]")
+            set_markup(self, "[b]Doctor[/b] [$success]✔ nothing wrong found[/]")
             return
         top = findings[0]
         colour, mark = SEVERITY.get(top.severity, SEVERITY["info"])
         fix = f" → {escape(action_text(top.actions[0]))}" if top.actions else ""
         more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
-        self.update(
-            f"[b]Doctor[/b] [{colour}]{mark} {escape(top.title)}[/]{fix}{more}  [$text-muted]4: details[/]"
+        set_markup(
+            self,
+            f"[b]Doctor[/b] [{colour}]{mark} {escape(top.title)}[/]{fix}{more}  [$text-muted]4: details[/]",
         )

@@ -7,6 +7,7 @@ from typing import Any
 from textual.widgets import Static
 
 from headroom.tui import format as fmt
+from headroom.tui.widgets.cheap_update import set_markup
 
 CELL_WIDTH = 38  # "0 ████████ 100% 79.1/79.6G 700W" plus a gap
 
@@ -48,13 +49,13 @@ class GpuStrip(Static):
     def show(self, snapshot: Any, unavailable: str | None) -> None:
         if unavailable or snapshot is None or not getattr(snapshot, "available", False):
             reason = unavailable or getattr(snapshot, "reason", None) or "not read yet"
-            self.update(f"[$text-muted]unavailable: {reason}[/]")
+            set_markup(self, f"[$text-muted]unavailable: {reason}[/]")
             return
         gpus = list(snapshot.gpus)
         if not gpus:
-            self.update("[$text-muted]no GPUs found[/]")
+            set_markup(self, "[$text-muted]no GPUs found[/]")
             return
         per_line = max(1, (self.size.width or 78) // CELL_WIDTH)
         cells = [gpu_cell(gpu) for gpu in gpus]
         rows = ["   ".join(cells[i : i + per_line]) for i in range(0, len(cells), per_line)]
-        self.update("\n".join(rows))
+        set_markup(self, "\n".join(rows))

@@ -6,9 +6,10 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Sparkline, Static
+from textual.widgets import Static
 
 from headroom.tui import format as fmt
+from headroom.tui.widgets.cheap_update import set_markup
 
 WARN_AT = 0.80  # vLLM starts preempting near full; amber well before that
 FULL_AT = 0.95
@@ -32,13 +33,15 @@ class KvPanel(Vertical):
     KvPanel { height: auto; }
     KvPanel > #kv-gauge { height: 1; }
     KvPanel > #kv-detail { height: 1; }
-    KvPanel > Sparkline { height: 1; margin: 0 0; }
+    KvPanel > #kv-history { height: 1; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static(id="kv-gauge")
         yield Static(id="kv-detail")
-        yield Sparkline([], id="kv-history", summary_function=max)
+        # A text sparkline, one cell per scrape: cheaper to draw than Textual's Sparkline
+        # (which blends a colour per cell) and it never averages a spike away.
+        yield Static(id="kv-history")
 
     def on_mount(self) -> None:
         self.border_title = "KV cache"
@@ -46,19 +49,23 @@ class KvPanel(Vertical):
     def show(self, engine: Any, history: list[float], unavailable: str | None) -> None:
         gauge = self.query_one("#kv-gauge", Static)
         detail = self.query_one("#kv-detail", Static)
-        sparkline = self.query_one("#kv-history", Sparkline)
+        sparkline = self.query_one("#kv-history", Static)
         if engine is None:
-            gauge.update(f"[$text-muted]unavailable: {unavailable or 'no scrape yet'}[/]")
-            detail.update("")
-            sparkline.data = []
+            set_markup(gauge, f"[$text-muted]unavailable: {unavailable or 'no scrape yet'}[/]")
+            set_markup(detail, "")
+            set_markup(sparkline, "")
             return
         usage = engine.kv_cache_usage
         width = max(10, self.size.width - 12) if self.size.width else 40
         colour = gauge_variable(usage)
-        gauge.update(f"[{colour}]{fmt.bar(usage, width)}[/] [b]{fmt.percent(usage):>4}[/b]")
-        detail.update(_detail_text(engine))
-        # Sparkline needs at least one value; a flat zero line says "idle" honestly.
-        sparkline.data = list(history) or [0.0]
+        set_markup(gauge, f"[{colour}]{fmt.bar(usage, width)}[/] [b]{fmt.percent(usage):>4}[/b]")
+        set_markup(detail, _detail_text(engine))
+        values = list(history) or [0.0]
+        line = fmt.spark(values, width + 5)
+        set_markup(
+            sparkline,
+            f"[{gauge_variable(max(values[-len(line) :]))}]{line}[/] [$text-muted]history[/]",
+        )
 
 
 def _detail_text(engine: Any) -> str:

@@ -10,6 +10,7 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from headroom.tui import format as fmt
+from headroom.tui.widgets.cheap_update import set_markup
 
 FLAGS = (
     ("tensor_parallel_size", "TP"),
@@ -56,4 +57,4 @@ class ServerFacts(Static):
             value = values[name]
             shown = fmt.NA if value is None else fmt.flag_value(value)
             parts.append(f"[$text-muted]{label}[/] [b]{escape(shown)}[/b]")
-        self.update("  ".join(parts))
+        set_markup(self, "  ".join(parts))

@@ -6,6 +6,7 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from headroom.tui.store import Store
+from headroom.tui.widgets.cheap_update import set_markup
 
 MESSAGES = {
     "failed": ("$error", "start-up failed", "press 4: the doctor names the cause and the fix"),
@@ -36,4 +37,4 @@ class ServerNotice(Static):
         colour, head, hint = entry
         detail = f": {escape(server.detail)}" if server.detail else ""
         hint_text = f"  [$text-muted]{hint}[/]" if hint else ""
-        self.update(f"[{colour}][b]{head}[/b]{detail}[/]{hint_text}")
+        set_markup(self, f"[{colour}][b]{head}[/b]{detail}[/]{hint_text}")

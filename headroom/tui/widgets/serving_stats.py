@@ -7,6 +7,7 @@ from typing import Any
 from textual.widgets import Static
 
 from headroom.tui import format as fmt
+from headroom.tui.widgets.cheap_update import set_markup
 
 
 class ServingStats(Static):
@@ -22,7 +23,7 @@ class ServingStats(Static):
 
     def show(self, engine: Any, unavailable: str | None) -> None:
         if engine is None:
-            self.update(f"[$text-muted]unavailable: {unavailable or 'no scrape yet'}[/]")
+            set_markup(self, f"[$text-muted]unavailable: {unavailable or 'no scrape yet'}[/]")
             return
         preempt = engine.preemptions_per_s
         preempt_style = "$error" if preempt else "$text"
@@ -35,4 +36,4 @@ class ServingStats(Static):
             f"tokens/s  prompt [b]{fmt.compact(engine.prompt_tokens_per_s)}[/b]   "
             f"generation [b]{fmt.compact(engine.generation_tokens_per_s)}[/b]",
         ]
-        self.update("\n".join(lines))
+        set_markup(self, "\n".join(lines))

@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from headroom.tui import format as fmt
 from headroom.tui.store import Store
+from headroom.tui.widgets.cheap_update import set_markup
 
 # state -> (theme variable, word). Words, not only colours, so state reads in any theme.
 STATE_STYLE = {
@@ -56,4 +57,4 @@ class StatusBar(Static):
             parts.append(escape(server.model))
         if server.url:
             parts.append(f"[$text-muted]{escape(server.url)}[/]")
-        self.update("  ".join(parts))
+        set_markup(self, "  ".join(parts))
