@@ -322,7 +322,8 @@ def plan_startup(model: SimModel, settings: EngineSettings, machine: Machine) ->
         if not w.cudagraph_actual_bytes:
             continue
         kv_alloc = num_blocks * page * w.layers
-        in_use = w.weights_bytes + w.non_torch_bytes + kv_alloc
+        # PyTorch's caching allocator keeps the profiling peak reserved.
+        in_use = w.weights_bytes + w.non_torch_bytes + w.activation_bytes + kv_alloc
         left = min(free[:world]) - in_use
         if w.cudagraph_actual_bytes > left:
             return plan(
