@@ -162,7 +162,8 @@ def _parse(text: str, source: str) -> TopologyMatrix:
             problems.append(f"row {row.label} appears twice; the first one is used")
             continue
         if row.label not in devices:
-            problems.append(f"row {row.label} has no matching column")
+            where = problems if _GPU.fullmatch(row.label) else notes
+            where.append(f"row {row.label} has no matching column")
             continue
         rows[row.label] = row
 
@@ -181,23 +182,33 @@ def _parse(text: str, source: str) -> TopologyMatrix:
         ):
             notes.append(f"row {name} had merged cells (a lost tab); split them")
         if len(cells) < len(devices):
-            problems.append(f"row {name} has {len(cells)} of {len(devices)} cells")
+            where = problems if name in gpus else notes
+            where.append(f"row {name} has {len(cells)} of {len(devices)} cells")
         parsed[name] = cells + ["?"] * (len(devices) - len(cells))
         if name in gpus:
             aff = _affinities(rest, affinity_keys)
             cpu.append(aff.get("cpu"))
             numa.append(aff.get("numa"))
         elif rest:
-            problems.append(f"row {name} has unexpected trailing text {' '.join(rest)!r}")
+            notes.append(f"row {name} has unexpected trailing text {' '.join(rest)!r}")
 
     missing = [g for g in gpus if g not in parsed]
+    present = [g for g in gpus if g in parsed]
+    if missing and not present:
+        return unreadable(f"GPU rows missing: {', '.join(missing)}", source)
+    for g in missing:
+        # A truncated paste loses the last rows, but their columns survive in the rows above:
+        # rebuild the row by symmetry, and say the matrix can no longer be fully checked.
+        col = devices.index(g)
+        parsed[g] = [parsed[p][col] if p in parsed else "?" for p in devices]
+        parsed[g][col] = "X"
+        cpu.insert(gpus.index(g), None)
+        numa.insert(gpus.index(g), None)
     if missing:
-        problems.append(f"GPU rows missing: {', '.join(missing)}")
-        problems.extend(notes)
-        return TopologyMatrix(
-            tuple(gpus), (), tuple(nics), (), (), (), {}, "low" if parsed else "unreadable",
-            tuple(problems), source,
-        )  # fmt: skip
+        problems.append(
+            f"GPU rows missing (output truncated?): {', '.join(missing)}; rebuilt from their "
+            "columns, unchecked"
+        )
     gpu_cols = [devices.index(g) for g in gpus]
     nic_cols = [devices.index(n) for n in nics]
     for g in gpus:

@@ -184,6 +184,10 @@ def test_asymmetric_or_unknown_cells_lower_confidence() -> None:
 def test_missing_gpu_row_is_low_and_no_matrix_is_unreadable() -> None:
     missing = parse_topo_text("\tGPU0\tGPU1\tGPU2\nGPU0\t X \tNV1\tNV1\nGPU1\tNV1\t X \tNV1\n")
     assert missing.confidence == "low" and any("GPU2" in p for p in missing.problems)
+    assert missing.links[2] == ("NV1", "NV1", "X")  # rebuilt from the GPU2 column
+    assert missing.cpu_affinity == (None, None, None)
+    (tp3,) = tp_verdicts(missing, [3])
+    assert tp3.level == "good" and any("low confidence" in r for r in tp3.reasons)
     assert parse_topo_text("").confidence == "unreadable"
     assert parse_topo_text("command not found: nvidia-smi\n").confidence == "unreadable"
 
@@ -287,3 +291,12 @@ def test_wide_box_uses_the_fast_island_even_on_the_greedy_path() -> None:
     by_tp = {v.tp: v for v in tp_verdicts(parse_topo_text(header + rows))}
     assert by_tp[8].level == "good" and by_tp[8].gpus == tuple(range(8))
     assert by_tp[16].level == "poor" and by_tp[16].weakest_link == "SYS"
+
+
+def test_truncated_last_gpu_row_is_rebuilt_from_its_column() -> None:
+    full = parse("h100-4gpu-nv6-4nic-no-nvswitch-no-legend.txt")
+    text = TOPO.joinpath("h100-4gpu-nv6-4nic-no-nvswitch-no-legend.txt").read_text()
+    cut = "\n".join(line for line in text.split("\n") if not line.startswith("GPU3"))
+    matrix = parse_topo_text(cut)
+    assert matrix.links == full.links and matrix.gpu_nic_links == full.gpu_nic_links
+    assert matrix.confidence == "low" and matrix.cpu_affinity[3] is None
