@@ -17,7 +17,7 @@ from bench_fake_server import FakeServer
 from headroom.supervisor.bench import BenchConfig, BenchError, run_bench
 from headroom.supervisor.bench_workload import Distribution, Mix
 
-SMALL = Distribution("small", "test", mix=Mix("small", "test", (8, 16), (24, 40)), fingerprint="s")
+SMALL = Distribution("small", "test", mix=Mix("small", "test", (8, 16), (10, 20)), fingerprint="s")
 
 
 def cfg(url: str, **kw) -> BenchConfig:
@@ -34,13 +34,15 @@ def cfg(url: str, **kw) -> BenchConfig:
 
 
 async def test_knee_at_the_server_slot_count() -> None:
-    async with FakeServer(slots=4, token_s=0.01) as srv:
-        result = await run_bench(cfg(srv.url))
+    # Slow tokens (20 ms) keep the test about the service model, not this machine's CPU:
+    # even at concurrency 8 the client handles only ~200 chunks/s.
+    async with FakeServer(slots=4, token_s=0.02) as srv:
+        result = await run_bench(cfg(srv.url, step_duration_s=1.0))
     steps = {s.concurrency: s for s in result.steps}
     assert [s.concurrency for s in result.steps] == [1, 2, 4, 8]
-    # Known curve: 100 tok/s per stream up to 4 streams (allow for event-loop overhead).
+    # Known curve: 50 tok/s per stream up to 4 streams (allow for event-loop overhead).
     for c in (1, 2, 4):
-        assert 0.6 * 100 * c < steps[c].output_tokens_per_s <= 1.05 * 100 * c
+        assert 0.5 * 50 * c < steps[c].output_tokens_per_s <= 1.05 * 50 * c
     assert steps[8].output_tokens_per_s < 1.2 * steps[4].output_tokens_per_s
     assert result.knee.concurrency == 4, result.knee.reason
     assert result.knee.kind == "gain"
@@ -59,7 +61,7 @@ async def test_requests_ask_for_exact_output_lengths() -> None:
     assert srv.bodies
     for body in srv.bodies:
         assert body["ignore_eos"] is True and body["stream"] is True
-        assert 24 <= body["max_tokens"] <= 40
+        assert 10 <= body["max_tokens"] <= 20
         assert body["model"] == "fake/model"
 
 
@@ -69,9 +71,8 @@ async def test_chat_endpoint_skips_the_role_chunk() -> None:
     step = result.steps[0]
     assert step.requests >= 1
     assert step.ttft_p50 >= 0.05  # the empty role chunk arrives early; TTFT waits for content
-    assert step.mean_output_tokens == pytest.approx(
-        sum(b["max_tokens"] for b in srv.bodies[: step.requests]) / step.requests, rel=0.5
-    )
+    # `usage.completion_tokens` (= max_tokens with ignore_eos) is what counts.
+    assert 10 <= step.mean_output_tokens <= 20
 
 
 async def test_api_key_goes_to_v1_only_and_metrics_stay_unauthenticated() -> None:

@@ -36,7 +36,7 @@ def _text(widget: Static) -> str:
 
 
 async def test_start_key_runs_the_ramp_and_shows_the_knee() -> None:
-    async with FakeServer(slots=2, token_s=0.005) as srv:
+    async with FakeServer(slots=2, token_s=0.02) as srv:
         config = BenchConfig(
             srv.url,
             ramp=(1, 2, 4),
