@@ -10,6 +10,7 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from headroom.simulator.hardware import Machine
@@ -43,6 +44,7 @@ def build_state(
     """One snapshot. `used_by_vllm`: GPU index -> bytes vLLM holds; `busy`: 0..1 of the last
     tick spent running steps."""
     gpu = machine.gpu
+    pcie = replace(machine, interconnect="pcie")
     gpus = []
     for i in range(machine.gpus_per_node):
         mine = used_by_vllm.get(i, 0)
@@ -101,6 +103,11 @@ def build_state(
         },
         "links": [
             [machine.link_code(a, b) for b in range(machine.gpus_per_node)]
+            for a in range(machine.gpus_per_node)
+        ],
+        # The PCIe path between GPUs, whatever NVLink adds (NVML's topology levels).
+        "pcie_links": [
+            [pcie.link_code(a, b) for b in range(machine.gpus_per_node)]
             for a in range(machine.gpus_per_node)
         ],
         "topo_m": topo_text,
