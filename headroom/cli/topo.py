@@ -25,6 +25,7 @@ from headroom.probes.topology import (
     tp_verdicts,
     verdict_to_json,
 )
+from headroom.probes.topology_text import decode_topo_bytes
 from headroom.probes.topology_verdict import TpVerdict
 
 
@@ -66,7 +67,7 @@ def _read_matrix(file: str | None) -> tuple[TopologyMatrix, list[str] | None]:
         if file == "-":
             text = sys.stdin.read()
         else:
-            text = Path(file).read_text(encoding="utf-8", errors="replace")
+            text = decode_topo_bytes(Path(file).read_bytes())
         return parse_topo_text(text, source="file"), None
     probe = NvmlProbe()
     try:

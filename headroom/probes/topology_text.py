@@ -35,6 +35,16 @@ class Sections:
     notes: list[str] = field(default_factory=list)  # repairs made; they do not lower confidence
 
 
+def decode_topo_bytes(data: bytes) -> str:
+    """Text of a saved output whatever wrote it: UTF-8 (with or without BOM), or UTF-16 as
+    PowerShell's `>` redirect produces; undecodable bytes become U+FFFD, never an error."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    if data.count(b"\x00") > len(data) // 4:  # UTF-16 without a BOM
+        return data.decode("utf-16-le", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
+
+
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 

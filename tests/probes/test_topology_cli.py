@@ -85,3 +85,13 @@ def test_live_machine_uses_nvml_names_and_matrix(capsys, monkeypatch) -> None:
     code, out, _ = run(capsys, "--tp", "8")
     assert code == 0 and "source: nvml" in out and "TP=8   poor" in out
     assert "fabricmanager" in out  # H100 SXM names + no NV# link
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8-sig", "utf-16-le"])
+def test_saved_files_in_other_encodings(capsys, tmp_path, fixtures_dir, encoding) -> None:
+    text = (fixtures_dir / "topo" / "v100-pcie-4gpu-pix-phb.txt").read_text()
+    path = tmp_path / "topo.txt"
+    path.write_bytes(text.replace("\n", "\r\n").encode(encoding))  # PowerShell-style save
+    code, out, _ = run(capsys, "--file", str(path), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["confidence"] == "high" and data["links"][0][1] == "PIX"
