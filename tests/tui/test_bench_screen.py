@@ -40,7 +40,7 @@ async def test_start_key_runs_the_ramp_and_shows_the_knee() -> None:
         config = BenchConfig(
             srv.url,
             ramp=(1, 2, 4),
-            step_duration_s=0.5,
+            step_duration_s=1.0,
             warmup_s=0.1,
             distribution=SMALL,
             read_gpus=False,
