@@ -35,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
         "--concurrency", type=int, default=1, help="requests at full context at once (default 1)"
     )
     p.add_argument("--goal", choices=("latency", "throughput"), default="latency")
+    p.add_argument(
+        "--topo", help="a saved `nvidia-smi topo -m` of one node: keeps TP off slow links"
+    )
     p.add_argument("--vllm-version", help="plan for this vLLM version (default: the newest known)")
     p.add_argument("--json", action="store_true", help="print JSON (keys in the README)")
     return p
@@ -109,6 +112,7 @@ def main(argv: list[str]) -> int:
             raise ValueError("--nodes, --concurrency and --context must be positive")
         gpu = parse_gpu_spec(args.gpus)
         model = resolve_model(args.model)
+        topology = _topology(args.topo) if args.topo else None
         command = None
         if vllm_argv:
             from headroom.cmdline import parse_command
@@ -123,6 +127,7 @@ def main(argv: list[str]) -> int:
             goal=args.goal,
             version=args.vllm_version,
             command=command,
+            topology=topology,
         )
     except (GpuSpecError, UnknownModelError, ValueError) as exc:
         print(f"headroom plan: {exc}", file=sys.stderr)
@@ -132,6 +137,17 @@ def main(argv: list[str]) -> int:
         result = _with_model_arg(result, args.model)
     print(json.dumps(plan_to_json(result), indent=2) if args.json else render_text(result))
     return 0 if result.fits else 1
+
+
+def _topology(path: str):
+    from pathlib import Path
+
+    from headroom.probes.topology import parse_topo_text
+
+    try:
+        return parse_topo_text(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 def _with_model_arg(result, name: str):

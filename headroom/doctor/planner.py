@@ -68,6 +68,7 @@ def plan(
     goal: str = "latency",
     version: str | None = None,
     command=None,
+    topology=None,
 ) -> Plan:
     """Choose (or, given a command line, evaluate) a TP/PP layout for `model` on `gpu` x nodes."""
     if goal not in ("latency", "throughput"):
@@ -89,7 +90,11 @@ def plan(
     # Step 2: the upper bound.
     upper = max(valid) if valid else 1
     upper_why = f"{model.num_attention_heads} heads / {model.num_kv_heads} KV heads allow TP {valid} within {per_node} GPUs"
-    if not gpu.nvlink and upper > PCIE_TP_LIMIT:
+    poor = _poor_tps(topology, valid) if topology is not None else set()
+    if poor and upper in poor:
+        upper = max([t for t in valid if t not in poor] or [1])
+        upper_why += f"; the topology makes TP {sorted(poor)} poor (slow links), so TP <= {upper}"
+    elif topology is None and not gpu.nvlink and upper > PCIE_TP_LIMIT:
         upper = max(t for t in valid if t <= PCIE_TP_LIMIT)
         upper_why += f"; no NVLink, so TP <= {PCIE_TP_LIMIT} (all-reduce over PCIe on every layer)"
     # Step 1: the lower bound, inside one node.
@@ -108,22 +113,19 @@ def plan(
     elif lower is not None:
         tp, pp = (upper if goal == "latency" else lower), 1
     else:
-        # Step 3: PP across nodes, TP inside each.
-        tp, pp = upper, 1
-        for p in range(2, max(nodes, 1) + 1):
-            t = next(
-                (
-                    t
-                    for t in valid
-                    if t <= upper and _fits(_acc(model, gpu, base, version, t, p), wanted)
-                ),
-                None,
-            )
-            if t is not None:
-                tp, pp = (upper if goal == "latency" else t), p
+        # Step 3: PP across nodes, TP inside each. Inside one node PP is the answer only when
+        # slow links cap TP (TP over PHB/SYS wants PP instead).
+        tp, pp = upper, max(nodes, 1)
+        slow_node = (topology is not None and upper < per_node) or not gpu.nvlink
+        max_pp = per_node * max(nodes, 1) // max(upper, 1) if slow_node else max(nodes, 1)
+        for p in range(2, max(max_pp, 1) + 1):
+            fitting = [t for t in valid if t <= upper and t * p <= per_node * max(nodes, 1)
+                       and _fits(_acc(model, gpu, base, version, t, p), wanted)]  # fmt: skip
+            if fitting:
+                tp, pp = (max(fitting) if goal == "latency" else min(fitting)), p
+                if nodes <= 1 or p > nodes:
+                    notes.append(f"PP {p} inside a node: its links are too slow for a wider TP")
                 break
-        else:
-            pp = max(nodes, 1)
     acc = _acc(model, gpu, base, version, tp, pp)
     fits = _fits(acc, wanted)
     kv_dtype = base.kv_cache_dtype
@@ -134,6 +136,11 @@ def plan(
             notes.append(
                 "step 5: only an fp8 KV cache holds the wanted tokens; check output quality"
             )
+    if pp > 1 and nodes > 1:
+        notes.append(
+            "across nodes: start with Ray (--distributed-executor-backend ray) or with "
+            f"--nnodes {min(nodes, pp)} and --node-rank on each node"
+        )
     if not fits:
         where = "with the given flags" if command is not None else f"on {nodes} node(s)"
         notes.append(
@@ -180,6 +187,14 @@ def plan(
     )
 
 
+def _poor_tps(topology, sizes: list[int]) -> set[int]:
+    try:
+        from headroom.probes.topology_verdict import tp_verdicts
+    except ImportError:
+        return set()
+    return {v.tp for v in tp_verdicts(topology, sizes) if v.level in ("poor", "impossible")}
+
+
 def _steps(
     model, gpu, acc, lower, lower_why, upper, upper_why, tp, pp, nodes, wanted, fits, kv_dtype, ver
 ):
@@ -190,6 +205,8 @@ def _steps(
     s2 = ("ok" if heads_valid(model, tp) else "fail", upper_why)
     if pp > 1 and nodes > 1:
         s3 = ("ok", f"TP {tp} inside each node, PP {pp} across {nodes} nodes")
+    elif pp > 1 and upper < tp * pp:
+        s3 = ("ok", f"PP {pp} inside one node: links too slow for TP {tp * pp}, TP {tp} per stage")
     elif pp > 1:
         s3 = ("warn", f"PP {pp} inside one node: prefer TP when the links allow")
     else:
@@ -221,7 +238,8 @@ def _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command) -> list[str]:
         argv += ["--pipeline-parallel-size", str(pp)]
     if dp > 1:
         argv += ["--data-parallel-size", str(dp)]
-    argv += ["--max-model-len", str(min(acc.max_model_len, max(acc.max_model_len_fit, 16)))]
+    if acc.max_model_len_fit >= 16:
+        argv += ["--max-model-len", str(min(acc.max_model_len, acc.max_model_len_fit))]
     if base.max_num_seqs:
         argv += ["--max-num-seqs", str(base.max_num_seqs)]
     if acc.utilization != default_utilization(ver):

@@ -110,3 +110,18 @@ def test_given_command_line_is_evaluated(capsys):
 )
 def test_bad_input_exits_2(capsys, argv):
     assert plan.main(argv) == 2
+
+
+def test_slow_links_keep_tp_small_and_use_pp(capsys):
+    from pathlib import Path
+
+    topo = (
+        Path(__file__).parents[1] / "fixtures" / "topo" / "rtx4090-8gpu-all-sys-2nic-no-legend.txt"
+    )
+    code, doc = run_json(
+        capsys, "Llama-3.1-70B", "--gpus", "8xRTX4090", "--context", "8192", "--topo", str(topo)
+    )
+    assert code == 0
+    assert doc["tp_upper_bound"] == 2 and "topology" in doc["tp_upper_reason"]
+    assert (doc["tensor_parallel_size"], doc["pipeline_parallel_size"]) == (2, 4)
+    assert doc["steps"][2]["status"] == "ok"
