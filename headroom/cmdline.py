@@ -433,6 +433,25 @@ def _split_launcher(argv: list[str]) -> tuple[tuple[str, ...], list[str]]:
     if not argv or _looks_like_flag(argv[0]):
         return (), argv
     program = os.path.basename(argv[0])
+    if program == "env":  # `env NAME=VALUE ... vllm serve ...`: runnable without a shell
+        i = 1
+        while i < len(argv) and _ENV_ASSIGNMENT.fullmatch(argv[i]):
+            i += 1
+        if i == len(argv) or argv[i].startswith("-"):
+            raise CommandLineError(
+                "`env` options are not supported; use `env NAME=VALUE ... vllm serve ...`"
+            )
+        inner, rest = _split_launcher(argv[i:])
+        if not inner:
+            raise CommandLineError(
+                f"`env ...` must be followed by a vLLM launcher, got {argv[i]!r}"
+            )
+        return (*argv[:i], *inner), rest
+    if _ENV_ASSIGNMENT.fullmatch(argv[0]):
+        raise CommandLineError(
+            f"{argv[0].split('=', 1)[0]}=... before the command needs a shell; "
+            "write `env NAME=VALUE vllm serve ...` or set the variable in the environment"
+        )
     if program == "vllm":
         if len(argv) < 2 or argv[1] != "serve":
             raise CommandLineError(

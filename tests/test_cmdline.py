@@ -46,6 +46,11 @@ API = ["python", "-m", "vllm.entrypoints.openai.api_server"]
         (["python", "-m", "headroom.simulator", "serve", "sim-8b", "--port", "9"], None, "sim-8b"),
         (["--model", "m", "--port", "8000"], (), "m"),
         (["--port", "8000"], (), None),
+        (
+            ["env", "CUDA_VISIBLE_DEVICES=0,1", "HF_TOKEN=x", "vllm", "serve", "m"],
+            ("env", "CUDA_VISIBLE_DEVICES=0,1", "HF_TOKEN=x", "vllm", "serve"),
+            "m",
+        ),
         ([], (), None),
     ],
 )
@@ -161,6 +166,8 @@ def test_negative_numbers_are_values():
         (["docker", "run", "vllm/vllm-openai"], "not a vLLM command line"),
         (["vllm", "bench", "serve"], "only `vllm serve`"),
         (["python", "-m"], "without `-m MODULE`"),
+        (["CUDA_VISIBLE_DEVICES=0", "vllm", "serve", "m"], "needs a shell"),
+        (["env", "-i", "vllm", "serve", "m"], "options are not supported"),
     ],
 )
 def test_clear_errors(argv, words):
