@@ -105,7 +105,7 @@ async def run_headless(
             if not done:
                 continue
             if is_startup_failure(sup) and fixes_left > 0:
-                plan = auto_fix_changes(sup.diagnosis)
+                plan = auto_fix_changes(sup.diagnosis, sup.command, sup.failure_reason)
                 if plan is None:
                     printer.say("notice", "auto-fix: the doctor has no change to try", sup.state)
                     return EXIT_FAILED
@@ -120,7 +120,11 @@ async def run_headless(
                     finding=finding.id,
                     changes=changes,
                 )
-                outcome = await sup.restart(changes, reason=f"auto-fix {attempt}/{auto_fix}")
+                outcome = await _unless_quit(
+                    sup.restart(changes, reason=f"auto-fix {attempt}/{auto_fix}"), quit_requested
+                )
+                if outcome is None:
+                    break  # a signal came during the restart: stop (or detach) below
                 printer.say(
                     "notice",
                     f"auto-fix {attempt}/{auto_fix}: "
@@ -151,6 +155,24 @@ async def run_headless(
             except (NotImplementedError, RuntimeError):
                 pass
         await sup.close()
+
+
+async def _unless_quit(coro, quit_requested: asyncio.Event):
+    """Run coro unless a quit signal comes first (then cancel it and return None)."""
+    work = asyncio.ensure_future(coro)
+    waiter = asyncio.ensure_future(quit_requested.wait())
+    try:
+        await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if work.done():
+        return work.result()
+    work.cancel()
+    try:
+        await work
+    except (asyncio.CancelledError, Exception):
+        pass
+    return None
 
 
 async def _wait_quit_or_final(sup, quit_requested: asyncio.Event) -> bool:

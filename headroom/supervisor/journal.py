@@ -56,7 +56,8 @@ class RunRecord:
     max_concurrency: float | None = None
     time_to_ready_s: float | None = None
     outcome: str = "running"
-    reason: str | None = None  # why it failed / why it was started (restart, rollback, auto-fix)
+    reason: str | None = None  # why it failed or ended
+    trigger: str | None = None  # why it was started: restart, rollback, auto-fix N/M, crash restart
     parent_run_id: str | None = None
     changes: dict | None = None  # knob changes relative to the parent run
     findings: list[dict] = field(default_factory=list)

@@ -97,6 +97,8 @@ def _measured(record: RunRecord, key: str) -> float | None:
 def row(record: RunRecord) -> dict[str, object]:
     peak = _measured(record, "peak_gpu_memory_bytes")
     notes = [record.notes or ""]
+    if record.trigger:
+        notes.append(record.trigger)
     if record.reason:
         notes.append(record.reason)
     if record.changes:

@@ -146,8 +146,7 @@ def on_log_event(sup: Supervisor, event) -> None:
             sup.failure_kind = event.kind
             sup.failure_reason = event.line.strip()[:500]
         if sup._failure_seen_at is None:
-            sup._failure_seen_at = time.monotonic()
-            sup.emit("failure", f"start-up failed: {event.line.strip()[:300]}", event=event.kind)
+            sup._failure_seen_at = time.monotonic()  # vLLM exits soon; if not, it is stopped
     elif sup.state in (ServerState.READY, ServerState.DEGRADED) and event.kind in ENGINE_DEATH:
         sup.failure_kind = event.kind
         sup.failure_reason = event.line.strip()[:500]
@@ -231,6 +230,7 @@ async def watch_tick(sup: Supervisor, client: httpx.AsyncClient) -> bool:
             )
     if now - sup._last_metrics_at >= sup.metrics_interval_s:
         sup._last_metrics_at = now
+        await asyncio.to_thread(proc.members)  # remember workers for the no-orphan stop
         await _sample_metrics(sup, client)
     return False
 
@@ -282,10 +282,19 @@ async def _sample_metrics(sup: Supervisor, client: httpx.AsyncClient) -> None:
 
 async def finish_failed(sup: Supervisor, why: str, *, outcome: str) -> None:
     """A run that will not serve: make sure it is gone, diagnose, journal, say why."""
-    sup.failure_reason = why
     if sup.process is not None and sup.process.alive():
         await stop_process(sup)
     sup.read_log(final=True)
+    if outcome == "failed" and sup.failure_kind != "ready_timeout":
+        facts = _facts(sup)
+        root = facts.failures[0] if facts is not None and facts.failures else None
+        if root is not None:  # the log reader ranks the root cause first
+            sup.failure_kind = root.kind
+            why = root.line.strip()[:500]
+    sup.failure_reason = why
+    if outcome == "failed":
+        kind = sup.failure_kind or "exit"
+        sup.emit("failure", f"start-up failed ({kind}): {why[:300]}", event=kind)
     run_diagnosis(sup)
     statefile.remove_state(sup.port, sup.state_dir)
     sup.journal_update(

@@ -43,6 +43,9 @@ class ManagedProcess:
     create_time: float | None
     popen: subprocess.Popen | None = None
     seen_pids: set[int] = field(default_factory=set)
+    # pid -> create_time of every process seen in the server: a worker that setsid()'d
+    # and lost its parent is neither in the group nor a descendant any more.
+    _seen: dict[int, float] = field(default_factory=dict)
 
     @classmethod
     def spawn(
@@ -116,12 +119,22 @@ class ManagedProcess:
                     found[p.pid] = p
             except (ProcessLookupError, PermissionError, psutil.Error, OSError):
                 continue
+        for pid, created in list(self._seen.items()):
+            if pid in found:
+                continue
+            try:
+                p = psutil.Process(pid)
+                if abs(p.create_time() - created) <= 1.0:
+                    found[pid] = p
+            except psutil.Error:
+                del self._seen[pid]
         live = []
         for pid, p in found.items():
             try:
                 if p.status() != psutil.STATUS_ZOMBIE:
                     live.append(p)
                     self.seen_pids.add(pid)
+                    self._seen.setdefault(pid, p.create_time())
             except psutil.Error:
                 continue
         return live

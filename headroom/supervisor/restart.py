@@ -181,10 +181,15 @@ async def _delayed_restart(sup: Supervisor, delay: float) -> None:
         sup.restart_pending = False
 
 
-def auto_fix_changes(diagnosis) -> tuple[dict[str, object], object, object] | None:
+def auto_fix_changes(
+    diagnosis, command: VllmCommand | None = None, root_line: str | None = None
+) -> tuple[dict[str, object], object, object] | None:
     """The top finding's first action that has a value: (changes, finding, action), or None.
 
-    One knob per restart: plan_to_changes may map an action to one knob only.
+    One knob per restart. When the start-up failure's root-cause line is known, the
+    findings that cite it come first (a side remark the doctor ranked higher, e.g. a slow
+    start, is not what stopped vLLM). An action that would leave the command as it is
+    (already set, e.g. by an earlier auto-fix) is passed over for the next one.
     """
     if diagnosis is None:
         return None
@@ -192,7 +197,12 @@ def auto_fix_changes(diagnosis) -> tuple[dict[str, object], object, object] | No
         from headroom.doctor import plan_to_changes
     except ImportError:
         return None
-    for finding in diagnosis.findings[:1]:
+    findings = list(diagnosis.findings)
+    if root_line:
+        root = root_line.strip()
+        citing = [f for f in findings if any(root in e or e in root for e in f.evidence if e)]
+        findings = citing + [f for f in findings if f not in citing]
+    for finding in findings:
         for action in finding.actions:
             if action.value is None:
                 continue
@@ -200,6 +210,10 @@ def auto_fix_changes(diagnosis) -> tuple[dict[str, object], object, object] | No
                 changes = plan_to_changes(action)
             except (ValueError, TypeError, KeyError):
                 continue
+            if command is not None and all(
+                not ENV_NAME.match(k) and command.get(k) == v for k, v in changes.items()
+            ):
+                continue  # already so: trying it again would only repeat the failure
             if changes:
                 return dict(changes), finding, action
     return None

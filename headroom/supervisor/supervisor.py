@@ -54,8 +54,9 @@ STARTUP_FAILURES = frozenset(
         "shm_full",
     }
 )
-# Log events that mean the engine died under a running API server.
-ENGINE_DEATH = frozenset({"engine_dead", "engine_core_failed", "worker_died", "watchdog_timeout"})
+# Log events that mean the engine died under a running API server. A watchdog / shm-broadcast
+# timeout is not here: on a loaded host it is a symptom of slowness, and /health judges it.
+ENGINE_DEATH = frozenset({"engine_dead", "engine_core_failed", "worker_died"})
 TERMINAL = frozenset({ServerState.STOPPED, ServerState.FAILED})
 
 
@@ -299,7 +300,7 @@ class Supervisor:
             env=self.relevant_env(),
             port=self.port,
             log_path=str(self.log_path),
-            reason=reason or self._run_reason,
+            trigger=reason or self._run_reason,
             parent_run_id=self._run_parent,
             changes=self._run_changes,
         )

@@ -139,7 +139,7 @@ def test_startup_failure_without_auto_fix_exits_1_and_changes_nothing(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     events = [json.loads(line) for line in out.splitlines()]
-    assert [e["kind"] for e in events].count("launch") == 1
+    assert [e["kind"] for e in events].count("launch") == 1, (out, err)
     assert events[-1]["state"] == "failed" or events[-1]["kind"] == "notice"
 
 
@@ -148,3 +148,40 @@ def test_usage_errors_are_clear(tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert "give a MODEL" in err
+
+
+@pytest.mark.slow
+def test_auto_fix_applies_one_knob_per_restart_until_ready(tmp_path):
+    port = _free_port()
+    proc = _serve(
+        tmp_path,
+        "--headless",
+        "--json",
+        "--auto-fix",
+        "3",
+        "tiny",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "2048",
+        max_len=768,
+    )
+    try:
+        events = _read_until(proc, lambda e: e.get("new") == "ready", seconds=90)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    restarts = [e for e in events if e["kind"] == "restart"]
+    assert 1 <= len(restarts) <= 3
+    assert all(len(e["diff"]) == 1 for e in restarts)  # one knob per restart
+    assert any(e["kind"] == "finding" for e in events)
+    from headroom.supervisor.journal import Journal
+
+    records = Journal(tmp_path / "data" / "runs.jsonl").records()
+    assert [r.outcome for r in records][-1] == "stopped"
+    assert all(r.outcome == "failed" for r in records[:-1])
+    assert all(r.trigger and r.trigger.startswith("auto-fix") for r in records[1:])
+    assert records[0].reason and "estimated maximum model length" in records[0].reason

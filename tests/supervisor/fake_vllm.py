@@ -13,8 +13,9 @@ Behaviour from FAKE_VLLM_MODE (comma-separated words):
   metrics500        /metrics answers 500
   flood=MB          after ready, write MB megabytes of log as fast as possible
   delay=S           seconds of start-up before serving (default 0.3)
-FAKE_VLLM_MAX_LEN: the KV capacity in tokens; a --max-model-len above it replays the real
-"estimated maximum model length" failure (estimate = this value) and exits 1.
+FAKE_VLLM_MAX_LEN: the KV capacity in tokens at --gpu-memory-utilization 0.9 (it scales with
+that flag); a --max-model-len above it replays the real "estimated maximum model length"
+failure (estimate = the capacity) and exits 1.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def main() -> int:
     port = int(_arg(argv, "--port", "8000"))
     max_len = int(_arg(argv, "--max-model-len", "1024"))
     tp = int(_arg(argv, "--tensor-parallel-size", "1"))
-    capacity = int(os.environ.get("FAKE_VLLM_MAX_LEN", "100000"))
+    # KV capacity grows with the memory share, as in vLLM (0.9 is vLLM's default).
+    util = float(_arg(argv, "--gpu-memory-utilization", "0.9"))
+    capacity = int(int(os.environ.get("FAKE_VLLM_MAX_LEN", "100000")) * util / 0.9)
     if "ignore_term" in modes:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

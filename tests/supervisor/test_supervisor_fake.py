@@ -112,7 +112,7 @@ async def test_restart_with_a_fix_reaches_ready(tmp_path, cleanup):
     assert [r.outcome for r in records] == ["failed", "ready"]
     assert records[1].parent_run_id == records[0].run_id
     assert records[1].changes == {"max_model_len": 768}
-    assert records[1].reason == "auto-fix"
+    assert records[1].trigger == "auto-fix"
 
 
 async def test_failed_restart_rolls_back_to_last_good(tmp_path, cleanup):
