@@ -17,32 +17,33 @@ def _latest_gpus(ctx) -> list:
 
 
 def gpu_imbalance(ctx) -> list[Finding]:
+    """vLLM's GPUs should be alike: TP ranks hold equal shares and step together. One GPU much
+    fuller points at another program on it; one much busier at a straggler the others wait for."""
     gpus = [g for g in _latest_gpus(ctx) if any(p.is_vllm for p in g.processes)]
+    out = []
     used = [
         (g.index, g.memory_used / g.memory_total) for g in gpus if g.memory_used and g.memory_total
     ]
-    if len(used) < 2:
-        return []
-    lo, hi = min(used, key=lambda x: x[1]), max(used, key=lambda x: x[1])
-    if hi[1] - lo[1] < 0.10:
-        return []
-    evidence = [f"GPU {hi[0]} is {hi[1]:.0%} full, GPU {lo[0]} {lo[1]:.0%}"]
-    foreign = [p for g in gpus if g.index == hi[0] for p in g.processes if not p.is_vllm]
-    for p in foreign:
-        evidence.append(
-            f"GPU {hi[0]} also runs pid {p.pid} {p.name or ''} "
-            f"({(p.used_memory_bytes or 0) / 2**30:.2f} GiB)"
-        )
-    return [
-        Finding(
-            "gpu-imbalance",
-            None,
-            "warning",
-            "One GPU is much fuller than the others",
-            tuple(evidence),
-            (),
-        )
-    ]
+    if len(used) >= 2:
+        lo, hi = min(used, key=lambda x: x[1]), max(used, key=lambda x: x[1])
+        if hi[1] - lo[1] >= 0.10:
+            evidence = [f"GPU {hi[0]} is {hi[1]:.0%} full, GPU {lo[0]} {lo[1]:.0%}"]
+            foreign = [p for g in gpus if g.index == hi[0] for p in g.processes if not p.is_vllm]
+            evidence += [f"GPU {hi[0]} also runs pid {p.pid} {p.name or ''} "
+                         f"({(p.used_memory_bytes or 0) / 2**30:.2f} GiB)" for p in foreign]  # fmt: skip
+            out.append(Finding("gpu-imbalance", None, "warning", "One GPU is much fuller than the others",
+                               tuple(evidence), ()))  # fmt: skip
+    busy = [(g.index, g.util_gpu) for g in gpus if g.util_gpu is not None]
+    if len(busy) >= 2:
+        lo, hi = min(busy, key=lambda x: x[1]), max(busy, key=lambda x: x[1])
+        if hi[1] - lo[1] >= 40:
+            out.append(Finding(
+                "gpu-busy-imbalance", None, "warning", "One GPU is much busier than the others",
+                (f"GPU {hi[0]} at {hi[1]:.0f}% utilization, GPU {lo[0]} at {lo[1]:.0f}%",
+                 "TP ranks wait for the slowest one; under PP an uneven layer split does this too"),
+                (),
+            ))  # fmt: skip
+    return out
 
 
 def hardware_slowing_tp(ctx) -> list[Finding]:

@@ -162,3 +162,10 @@ def test_foreign_process_outranks_kv_pressure_and_their_actions_do_not_fight():
     kv = d.findings[order.index("kv-full-preemptions")]
     assert ("gpu_memory_utilization", "raise") not in {(a.knob, a.direction) for a in kv.actions}
     assert any("not proposing to raise gpu_memory_utilization" in e for e in kv.evidence)
+
+
+def test_one_gpu_much_busier():
+    d = diagnose(DoctorInputs(gpus=snapshot(reading(0, util_gpu=95.0), reading(1, util_gpu=20.0))))
+    assert "gpu-busy-imbalance" in ids(d)
+    d = diagnose(DoctorInputs(gpus=snapshot(reading(0, util_gpu=95.0), reading(1, util_gpu=80.0))))
+    assert "gpu-busy-imbalance" not in ids(d)
