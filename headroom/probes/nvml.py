@@ -76,12 +76,20 @@ class NvmlProbe:
     serialised with a lock so a slow sample never overlaps the next one.
     """
 
-    def __init__(self, nvml: Any = None, *, process_lookup: ProcessLookup = psutil_lookup) -> None:
+    def __init__(
+        self,
+        nvml: Any = None,
+        *,
+        process_lookup: ProcessLookup = psutil_lookup,
+        retry_init_s: float = 15.0,
+    ) -> None:
         self._nvml = nvml
         self._lookup = process_lookup
         self._caller: NvmlCaller | None = None
         self._failure: str | None = None
         self._started = False
+        self._failed_at = 0.0
+        self.retry_init_s = retry_init_s
         self._lock = threading.Lock()
         self._handles: dict[int, Any] = {}
         self._static: dict[int, dict[str, Any]] = {}
@@ -97,13 +105,17 @@ class NvmlProbe:
 
     # -- life cycle -------------------------------------------------------------------------
     def _start(self) -> NvmlCaller | None:
-        if self._started:
+        if self._caller is not None:
             return self._caller
-        self._started = True
+        now = time.monotonic()
+        if self._started and now - self._failed_at < self.retry_init_s:
+            return None  # said so already; ask the driver again only now and then
+        self._started, self._failed_at = True, now
         try:
             nvml = self._nvml if self._nvml is not None else load_nvml_module()
             nvml.nvmlInit()
         except Exception as exc:  # noqa: BLE001 - no driver / no library is a state, not a crash
+            # A driver can come up after us (or a simulator's state file appear): retry later.
             self._failure = init_failure_reason(exc)
             return None
         self._nvml = nvml

@@ -330,3 +330,18 @@ def test_gpu_without_permission_is_empty_not_lost() -> None:
     assert snap.gpus[0].name == "NVIDIA GeForce RTX 4090"
     assert snap.gpus[1].name is None and snap.gpus[1].lost is False
     assert "nvmlDeviceGetHandleByIndex" in snap.unsupported
+
+
+def test_failed_init_is_retried_only_after_a_pause() -> None:
+    machine = no_driver()
+    fake = FakeNvml(machine)
+    probe = NvmlProbe(fake, process_lookup=lookup, retry_init_s=0.0)
+    assert not probe.read().available
+    machine.init_error = None  # the driver (or the simulator's state file) showed up
+    machine.gpus = rtx4090_2().gpus
+    assert probe.read().available and fake.calls["nvmlInit"] == 2
+    slow_fake = FakeNvml(no_driver())
+    slow = NvmlProbe(slow_fake, retry_init_s=3600.0)
+    for _ in range(3):
+        assert not slow.read().available
+    assert slow_fake.calls["nvmlInit"] == 1
