@@ -50,6 +50,8 @@ def raise_kv_budget(
         )
     util = ctx.utilization
     usable = ctx.gpu.min_usable_gib if ctx.gpu else None
+    if extra_gib and extra_gib > 0.005:
+        why = f"{why} (about {extra_gib:.2f} GiB more KV per GPU)"
     step = (extra_gib / usable + 0.01) if (extra_gib and usable) else 0.03
     if util + step > MAX_UTILIZATION + 0.005 and extra_gib and usable:
         return None  # no utilization this GPU allows covers the shortfall: other knobs must

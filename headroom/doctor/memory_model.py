@@ -136,12 +136,22 @@ def heads_valid(model, tp: int) -> bool:
     return tp % kv == 0 if tp >= kv else kv % tp == 0
 
 
+def mla_width(model) -> int | None:
+    """Cached width per token per layer of an MLA model (DeepSeek V2/V3): the compressed
+    latent plus the rope part. Our table calls it mla_kv_dim; the model probe gives the parts."""
+    width = getattr(model, "mla_kv_dim", None)
+    if width:
+        return width
+    rank = getattr(model, "kv_lora_rank", None)
+    return rank + (getattr(model, "qk_rope_head_dim", None) or 0) if rank else None
+
+
 def kv_bytes_per_token(model, tp: int = 1, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
     """KV bytes per token on the fullest GPU: 2 x layers in the stage x max(1, kv_heads // TP)
     x head_dim x dtype bytes. MLA models cache one latent per layer, not split by TP."""
     layers = math.ceil(model.num_layers / max(pp, 1))
     nbytes = kv_dtype_bytes(kv_cache_dtype, model.dtype)
-    mla = getattr(model, "mla_kv_dim", None)
+    mla = mla_width(model)
     if mla:
         return layers * mla * nbytes
     return 2 * layers * max(1, model.num_kv_heads // max(tp, 1)) * model.head_dim * nbytes
@@ -193,7 +203,11 @@ def activation_gib(model, tp: int, batched_tokens: int, max_num_seqs: int, v1: b
     and activation, attention QKV, residuals) or the sampler over max_num_seqs dummy
     requests (fp32 logits and probabilities over the whole vocabulary), whichever is larger."""
     h, hd = model.hidden_size, model.head_dim
-    experts_per_token = getattr(model, "experts_per_token", None) or 1
+    experts_per_token = (
+        getattr(model, "experts_per_token", None)
+        or getattr(model, "num_experts_per_token", None)
+        or 1
+    )
     inter = getattr(model, "moe_intermediate_size", None) or model.intermediate_size or 4 * h
     per_token = 3 * inter * experts_per_token / tp + 2 * h
     per_token += (model.num_attention_heads + 2 * model.num_kv_heads) * hd / tp

@@ -111,3 +111,46 @@ def test_real_log_numbers_win():
     assert (b.weights_gib, b.kv_cache_gib, b.kv_capacity_tokens) == (14.99, 26.43, 216_496)
     assert b.max_concurrency == pytest.approx(216_496 / 8192, abs=0.01)
     assert "kv_capacity_tokens" in b.from_log and b.arithmetic[-1].startswith("from the real log")
+
+
+def test_probe_model_shapes_work_too():
+    """The model probe's ModelShape (engineer 3) has other names for MoE/MLA fields."""
+    from headroom.probes.model import shape_from_config
+
+    cfg = {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "hidden_size": 7168,
+        "intermediate_size": 18432,
+        "num_hidden_layers": 61,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 128,
+        "vocab_size": 129280,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128,
+        "v_head_dim": 128,
+        "n_routed_experts": 256,
+        "num_experts_per_tok": 8,
+        "torch_dtype": "bfloat16",
+    }
+    shape = shape_from_config(cfg, "deepseek")
+    # MLA: one 576-wide latent per layer, not split by TP
+    assert (
+        kv_bytes_per_token(shape, tp=8)
+        == 61 * 576 * 2
+        == kv_bytes_per_token(find_model("DeepSeek-R1"), tp=8)
+    )
+    llama = shape_from_config(
+        {
+            "hidden_size": 4096,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "vocab_size": 128256,
+        },
+        "llama",
+    )
+    assert weights_gib_per_gpu(llama, 1, 1) == pytest.approx(
+        weights_gib_per_gpu(LLAMA_8B, 1, 1), rel=0.01
+    )
