@@ -199,7 +199,8 @@ def plan_startup(model: SimModel, settings: EngineSettings, machine: Machine) ->
     d_batched, d_seqs = batch_defaults(machine, world)
     seqs = s.max_num_seqs or d_seqs
     batched = s.max_num_batched_tokens or min(d_batched, seqs * max_len)
-    total = machine.gpu.memory_bytes
+    # vLLM works with CUDA's view of the device (mem_get_info), not NVML's larger total.
+    total = machine.gpu.cuda_total_bytes
     free = tuple(total - machine.other_process_bytes.get(i, 0) for i in range(machine.total_gpus))
 
     def plan(workers=(), blocks=0, failure=None) -> StartupPlan:

@@ -36,6 +36,12 @@ class GpuModel:
     def memory_bytes(self) -> int:
         return self.memory_mib * MIB
 
+    @property
+    def cuda_total_bytes(self) -> int:
+        """What torch.cuda.mem_get_info calls total (NVML's total less driver-reserved memory):
+        the number vLLM multiplies by --gpu-memory-utilization."""
+        return int(CUDA_TOTAL_GIB[self.key] * GIB)
+
 
 GPU_MODELS: dict[str, GpuModel] = {
     g.key: g
@@ -106,6 +112,21 @@ GPU_MODELS: dict[str, GpuModel] = {
             consumer=True,
         ),
     ]
+}
+
+# CUDA-visible totals. From real logs in tests/fixtures/gpu-startup-logs: H200 139.72,
+# H100 79.11, A100-80G 79.15, RTX 3090 23.58. The others are the totals PyTorch's
+# out-of-memory messages commonly print for those boards (not checked against a fixture).
+CUDA_TOTAL_GIB = {
+    "H200": 139.72,
+    "H100-SXM": 79.11,
+    "H100-PCIe": 79.11,
+    "A100-80G-SXM": 79.15,
+    "A100-40G": 39.39,
+    "L40S": 44.53,
+    "A10": 22.06,
+    "RTX4090": 23.65,
+    "RTX3090": 23.58,
 }
 
 # Accept the spellings people actually type.
