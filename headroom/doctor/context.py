@@ -123,7 +123,17 @@ class Context:
         cmd = self.inputs.command
         name = getattr(cmd, "model", None) if cmd is not None else None
         name = name or getattr(self.facts, "model", None)
-        return find_model(name) if name else None
+        if not name:
+            return None
+        found = find_model(name)
+        if found is not None:
+            return found
+        try:  # a local directory or the HF cache, through the model probe (never downloads)
+            from headroom.probes.model import load_model_shape
+
+            return load_model_shape(str(name))
+        except Exception:  # unknown model: the rules that need a shape say so
+            return None
 
     @cached_property
     def gpu(self) -> GpuSpec | None:
