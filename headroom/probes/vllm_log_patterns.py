@@ -12,6 +12,19 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from headroom.probes.vllm_log_fields import (
+    config_error_fields,
+    engine_config_fields,
+    non_default_args_fields,
+    num,
+    oom_fields,
+    stats_fields,
+    to_int,
+    unrecognized_fields,
+    v0_profile_fields,
+    worker_died_fields,
+)
+
 __all__ = ["LogEvent", "classify_line", "split_prefix", "strip_ansi", "KINDS"]
 
 
@@ -62,35 +75,6 @@ def split_prefix(line: str) -> tuple[dict[str, str] | None, str]:
 
 
 # ---------------------------------------------------------------------------------------
-# Number helpers
-
-
-def _num(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
-
-
-def _int(text: str | None) -> int | None:
-    value = _num(text)
-    return int(value) if value is not None else None
-
-
-_UNIT_GIB = {"B": 1 / 2**30, "BYTES": 1 / 2**30, "KIB": 1 / 2**20, "MIB": 1 / 2**10,
-             "GIB": 1.0, "TIB": 2**10, "KB": 1e3 / 2**30, "MB": 1e6 / 2**30, "GB": 1e9 / 2**30}  # fmt: skip
-
-
-def _gib(number: str | None, unit: str | None) -> float | None:
-    value = _num(number)
-    if value is None:
-        return None
-    return round(value * _UNIT_GIB.get((unit or "GiB").upper(), 1.0), 6)
-
-
-# ---------------------------------------------------------------------------------------
 # Rules
 
 
@@ -120,165 +104,13 @@ def _groups(match: re.Match[str]) -> dict[str, object]:
         if raw is None:
             continue
         if key.endswith(("_gib", "_s", "_pct", "utilization", "concurrency", "_tps")):
-            out[key] = _num(raw)
+            out[key] = num(raw)
         elif key in ("device", "reason", "url", "version", "model", "message", "op", "path",
                      "args", "process", "method", "arch"):  # fmt: skip
             out[key] = raw.strip()
         else:
-            out[key] = _int(raw) if _int(raw) is not None else raw
+            out[key] = to_int(raw) if to_int(raw) is not None else raw
     return out
-
-
-def _oom(match: re.Match[str]) -> dict[str, object]:
-    text = match.string
-    out: dict[str, object] = {}
-    tried = re.search(r"Tried to allocate ([\d.]+) ?(bytes|[KMGT]iB|[KMGT]B)", text)
-    if tried:
-        out["tried_gib"] = _gib(*tried.groups())
-    new = re.search(
-        r"GPU (\d+) has a total capac\w* of ([\d.]+) ?(bytes|[KMGT]iB) of which ([\d.]+) ?(bytes|[KMGT]iB) is free",
-        text,
-    )
-    if new:
-        out["gpu"] = int(new.group(1))
-        out["total_gib"] = _gib(new.group(2), new.group(3))
-        out["free_gib"] = _gib(new.group(4), new.group(5))
-    this = re.search(r"this process has ([\d.]+) ?(bytes|[KMGT]iB) memory in use", text)
-    if this:
-        out["process_gib"] = _gib(*this.groups())
-    other = re.search(r"Process (\d+) has ([\d.]+) ?(bytes|[KMGT]iB) memory in use", text)
-    if other:
-        out["pid"] = int(other.group(1))
-        out.setdefault("process_gib", _gib(other.group(2), other.group(3)))
-    old = re.search(
-        r"\(GPU (\d+); ([\d.]+) ?([KMGT]iB) total capacity; ([\d.]+) ?([KMGT]iB) already allocated; "
-        r"([\d.]+) ?([KMGT]iB) free",
-        text,
-    )
-    if old:
-        out["gpu"] = int(old.group(1))
-        out["total_gib"] = _gib(old.group(2), old.group(3))
-        out["process_gib"] = _gib(old.group(4), old.group(5))
-        out["free_gib"] = _gib(old.group(6), old.group(7))
-    if "Failed to load model" in text:
-        out["phase"] = "load"
-    warm = re.search(r"warming up (sampler|pooler).*?with (\d+) dummy requests", text)
-    if warm:
-        out["phase"] = f"{warm.group(1)} warmup"
-        out["num_reqs"] = int(warm.group(2))
-    return out
-
-
-def _stats(match: re.Match[str]) -> dict[str, object]:
-    text = match.string
-    out: dict[str, object] = {}
-    engine = re.match(r"\s*Engine (\d+):", text)
-    if engine:
-        out["engine"] = int(engine.group(1))
-    for key, pattern in _STATS_PARTS:
-        found = pattern.search(text)
-        if found:
-            value = _num(found.group(1))
-            if key in ("kv_cache_usage", "prefix_cache_hit_rate"):
-                out[key] = round(value / 100, 6) if value is not None else None
-            elif key.endswith("_tps"):
-                out[key] = value
-            else:
-                out[key] = int(value) if value is not None else None
-    return out
-
-
-_STATS_PARTS = [
-    ("prompt_tps", re.compile(r"Avg prompt throughput: ([\d.]+)")),
-    ("generation_tps", re.compile(r"Avg generation throughput: ([\d.]+)")),
-    ("running", re.compile(r"Running: (\d+)")),
-    ("waiting", re.compile(r"(?:Waiting|Pending): (\d+)")),
-    ("swapped", re.compile(r"Swapped: (\d+)")),
-    ("preemptions", re.compile(r"Preemptions: (\d+)")),
-    ("kv_cache_usage", re.compile(r"(?:GPU|[A-Z]+) KV cache usage: ([\d.]+)%")),
-    ("prefix_cache_hit_rate", re.compile(r"(?<!External )Prefix cache hit rate: ([\d.]+)%")),
-]
-
-
-def _non_default_args(match: re.Match[str]) -> dict[str, object]:
-    import ast  # only for this one line per start-up
-
-    raw = match.group("args").strip()
-    try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return {"raw": raw}
-    return {"args": value} if isinstance(value, dict) else {"raw": raw}
-
-
-def _engine_config(match: re.Match[str]) -> dict[str, object]:
-    text = match.string
-    out: dict[str, object] = {"version": match.group("version")}
-    model = re.search(r"model='([^']*)'", text)
-    if model:
-        out["model"] = model.group(1)
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                "max_seq_len"):  # fmt: skip
-        found = re.search(rf"\b{key}=(\d+)", text)
-        if found:
-            out[key] = int(found.group(1))
-    for key in ("dtype", "kv_cache_dtype", "quantization", "device_config", "enforce_eager"):
-        found = re.search(rf"\b{key}=([\w.]+)", text)
-        if found:
-            out[key] = found.group(1)
-    return out
-
-
-def _worker_died(match: re.Match[str]) -> dict[str, object]:
-    found = match.groupdict()
-    out: dict[str, object] = {
-        "process": found["process"] or found["process2"],
-        "pid": _int(found["pid"]),
-        "exit_code": _int(found["exit_code"] or found["exit_code2"]),
-        "message": found["message"],
-    }
-    return out
-
-
-def _v0_profile(match: re.Match[str]) -> dict[str, object]:
-    """V0 (0.6-0.7) memory profiling lines: key=valueGiB pairs, or the sentence form."""
-    text = match.string
-    out: dict[str, object] = {}
-    for key, name in (("total_gpu_memory", "total_gib"), ("peak_torch_memory", "peak_torch_gib"),
-                      ("non_torch_memory", "non_torch_gib"), ("kv_cache_size", "kv_gib"),
-                      ("initial_memory_usage", "initial_usage_gib")):  # fmt: skip
-        found = re.search(rf"\b{key}=([\d.]+)GiB", text)
-        if found:
-            out[name] = float(found.group(1))
-    util = re.search(r"gpu_memory_utilization[=\s(]+([\d.]+)", text)
-    if util:
-        out["utilization"] = float(util.group(1))
-    for pattern, name in ((r"model weights take ([\d.]+)GiB", "weights_gib"),
-                          (r"non_torch_memory takes ([\d.]+)GiB", "non_torch_gib"),
-                          (r"activation peak memory takes ([\d.]+)GiB", "activation_gib"),
-                          (r"reserved for KV Cache is ([\d.]+)GiB", "kv_gib"),
-                          (r"total_gpu_memory \(([\d.]+)GiB\)", "total_gib")):  # fmt: skip
-        found = re.search(pattern, text)
-        if found:
-            out[name] = float(found.group(1))
-    return out
-
-
-def _config_error(match: re.Match[str]) -> dict[str, object]:
-    out: dict[str, object] = {"message": match.group("message").strip()}
-    longer = re.search(
-        r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len \((\w+)=(\d+)",
-        out["message"],  # type: ignore[arg-type]
-    )
-    if longer:
-        out["max_model_len"] = int(longer.group(1))
-        out["derived_max_model_len"] = int(longer.group(3))
-        out["derived_from"] = longer.group(2)
-    return out
-
-
-def _unrecognized(match: re.Match[str]) -> dict[str, object]:
-    return {"args": match.group("args").split()}
 
 
 _GIB = r"([\d.]+) ?GiB"
@@ -290,11 +122,11 @@ RULES: tuple[_Rule, ...] = (
     _rule("version", "info", "server version",
           r"vLLM (?:API )?server version (?P<version>\S+?),?(?: serving model (?P<model>\S+))?\s*$"),
     _rule("version", "info", "LLM engine (v",
-          r"Initializing a V\d LLM engine \(v(?P<version>[^)\s]+)\) with config", _engine_config),
+          r"Initializing a V\d LLM engine \(v(?P<version>[^)\s]+)\) with config", engine_config_fields),
     _rule("version", "info", " version ", r"[█▀▄]\s+version\s+(?P<version>\S+)\s*$"),
     _rule("model", "info", " model ", r"[█▀▄]\s+model\s+(?P<model>\S+)\s*$"),
     _rule("non_default_args", "info", "non-default args:",
-          r"non-default args: (?P<args>.*)$", _non_default_args),
+          r"non-default args: (?P<args>.*)$", non_default_args_fields),
     _rule("max_model_len", "info", "Using max model len", r"Using max model len (?P<max_model_len>\d+)"),
     _rule("max_model_len", "info", "Auto-fit max_model_len:",
           r"Auto-fit max_model_len: (?:reduced from (?P<reduced_from>\d+) to (?P<max_model_len>\d+)"
@@ -306,7 +138,7 @@ RULES: tuple[_Rule, ...] = (
           r"Available KV cache memory: (?P<kv_gib>[\d.]+) ?GiB"),
     _rule("kv_memory_reserved", "info", "as specified by kv_cache_memory_bytes",
           rf"Initial free memory {_GIB}, reserved (?P<kv_gib>[\d.]+) ?GiB memory for KV Cache",
-          lambda m: {"free_gib": _num(m.group(1)), "kv_gib": _num(m.group("kv_gib"))}),
+          lambda m: {"free_gib": num(m.group(1)), "kv_gib": num(m.group("kv_gib"))}),
     _rule("kv_memory_reserved", "info", "for KV cache on node",  # the CPU backend
           r"Explicitly set \((?P<kv_gib>[\d.]+)/(?P<total_gib>[\d.]+)\) GiB for KV cache on node (?P<node>\d+)"),
     _rule("kv_cache_tokens", "info", "KV cache size:",
@@ -328,13 +160,13 @@ RULES: tuple[_Rule, ...] = (
           r"--kv-cache-memory=(?P<kv_bytes_full>\d+))?(?:.*?kv cache memory in use is (?P<kv_gib>[\d.]+) GiB)?"),
     _rule("memory_summary", "info", ("Memory profiling results:", "model weights take",
                                      "the current vLLM instance can use total_gpu_memory"),
-          r".", _v0_profile),
+          r".", v0_profile_fields),
     _rule("kv_cache_blocks", "info", "GPU blocks:",
           r"GPU blocks: (?P<gpu_blocks>\d+)(?:, # CPU blocks: (?P<cpu_blocks>\d+))?"),
     _rule("server_starting", "info", ("Starting vLLM API server", "Starting vLLM server"),
           r"Starting vLLM (?:API )?server(?: \d+)? on (?P<url>\S+)"),
     _rule("startup_complete", "info", "Application startup complete"),
-    _rule("stats", "info", "Avg prompt throughput:", r"Avg prompt throughput", _stats),
+    _rule("stats", "info", "Avg prompt throughput:", r"Avg prompt throughput", stats_fields),
     _rule("preemption", "warning", "is preempted by PreemptionMode",
           r"Sequence group (?P<group>\S+) is preempted by PreemptionMode\.(?P<mode>\w+).*?"
           r"total_(?:num_)?cumulative_preemption(?:_cnt)?=(?P<total>\d+)"),
@@ -351,7 +183,7 @@ RULES: tuple[_Rule, ...] = (
           r"Free memory on device(?: (?P<device>\S+))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
           r"is less than desired GPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)"),
     _rule("cuda_oom", "error", ("out of memory", "OutOfMemoryError", "Failed to load model - not enough GPU memory"),
-          r".", _oom),
+          r".", oom_fields),
     # --- parallelism and configuration --------------------------------------------------
     _rule("heads_not_divisible", "error", "must be divisible by tensor parallel size",
           r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by tensor parallel size \((?P<tp>\d+)\)"),
@@ -363,9 +195,9 @@ RULES: tuple[_Rule, ...] = (
           r"World size \((?P<world_size>\d+)\) is larger than the number of available GPUs \((?P<gpus>\d+)\)"),
     _rule("pp_unsupported", "error", "Pipeline parallelism is not supported for this model"),
     _rule("unrecognized_arguments", "error", "unrecognized arguments:", r"unrecognized arguments: (?P<args>.*)$",
-          _unrecognized),
+          unrecognized_fields),
     _rule("config_error", "error", ("Value error, ", "is greater than the derived max_model_len", "error: argument "),
-          r"(?:.*?(?:Value error, |error: ))?(?P<message>.+?)(?: \[type=.*)?$", _config_error),
+          r"(?:.*?(?:Value error, |error: ))?(?P<message>.+?)(?: \[type=.*)?$", config_error_fields),
     # --- NCCL, shared memory, distributed ---------------------------------------------
     _rule("shm_full", "error", ("No space left on device", "Error while creating shared memory segment",
                                 "failed to extend /dev/shm"),
@@ -390,7 +222,7 @@ RULES: tuple[_Rule, ...] = (
                                    "WorkerProc failed", "Worker failed with error"),
           r"(?:Worker proc (?P<process>\S+) died unexpectedly \(exit code: (?P<exit_code>-?\w+)\)"
           r"|Worker (?P<process2>\S+) pid (?P<pid>\d+) died, exit code: (?P<exit_code2>-?\d+)"
-          r"|Worker failed with error '(?P<message>.*)')", _worker_died, require_match=False),
+          r"|Worker failed with error '(?P<message>.*)')", worker_died_fields, require_match=False),
     _rule("traceback", "error", "Traceback (most recent call last)"),
     _rule("exception", "error", ("Error: ", "Exception: ", "Error(", "Interrupt: "),
           r"^\s*(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?:: |\()(?P<message>.*)$"),
