@@ -315,6 +315,8 @@ def with_log_facts(acc: MemoryAccount, facts) -> MemoryAccount:
     tokens = getattr(facts, "kv_cache_tokens", None)
     if tokens is None and kv is not None and acc.kv_bytes_per_token:
         tokens = int(float(kv) * GIB // (acc.kv_bytes_per_token * 16)) * 16
+    if tokens is not None and kv is None and acc.kv_bytes_per_token:
+        changes["kv_cache_gib"] = round(int(tokens) * acc.kv_bytes_per_token / GIB, 2)
     if tokens is not None:
         changes["kv_capacity_tokens"] = int(tokens)
         changes["max_model_len_fit"] = int(tokens)
