@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gpus", help="COUNTxNAME[:MEMORY_GIB] when NVML is not there, e.g. 8xH100, 2xGPU:16"
     )
+    p.add_argument("--nodes", type=int, default=1, help="nodes the deployment spans (default 1)")
     p.add_argument(
         "--vllm-version", help="the vLLM version (else from the log, else the newest known)"
     )
@@ -151,6 +152,7 @@ def build_inputs(args, vllm_argv: list[str]):
         topology=topology,
         model=model,
         host=host,
+        nodes=max(args.nodes, 1),
         vllm_version=args.vllm_version or _server_version(args.metrics),
     )
 
