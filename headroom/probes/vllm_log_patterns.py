@@ -202,10 +202,13 @@ RULES: tuple[_Rule, ...] = (
     _rule("shm_full", "error", ("No space left on device", "Error while creating shared memory segment",
                                 "failed to extend /dev/shm"),
           r"(?P<path>/dev/shm/[^\s,]+|nccl-shm[^\s,]*)", require_match=False),
-    _rule("watchdog_timeout", "error", ("Watchdog caught collective operation timeout", "timed out.",
-                                        "No available shared memory broadcast block"),
+    _rule("watchdog_timeout", "error", ("Watchdog caught collective operation timeout", "timed out."),
           r"(?:OpType=(?P<op>\w+).*?Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+) milliseconds"
-          r"|RPC call to (?P<method>\S+) timed out|broadcast block found in (?P<waited_s>\d+) seconds)"),
+          r"|RPC call to (?P<method>\S+) timed out)"),
+    # vLLM's own hang hint, logged at INFO every 60 s. A slow start (torch compile on a busy
+    # machine) prints it too, so it is a warning to correlate, not a failure by itself.
+    _rule("shm_broadcast_wait", "warning", "No available shared memory broadcast block",
+          r"broadcast block found in (?P<waited_s>\d+) seconds"),
     _rule("nccl_error", "error", ("NCCL error", "NCCL Error", "unhandled system error", "unhandled cuda error"),
           r"(?:NCCL [Ee]rror:? (?P<reason>[^(]+?)(?: \(run with|\s*$)|(?P<reason2>unhandled (?:system|cuda) error))",
           lambda m: {"reason": (m.group("reason") or m.group("reason2") or "").strip()}),

@@ -240,7 +240,7 @@ LINES = [
      "engine_core_failed", {"procs": "{'EngineCore_DP0': 1}"}),
     ("(APIServer pid=1) ERROR 11-29 11:11:11 [core_client.py:838] [shutdown] MPClient: engine core exited unexpectedly; starting cleanup", "engine_dead", {}),
     (P + "RPC call to execute_model timed out.", "watchdog_timeout", {"method": "execute_model"}),
-    (P + "No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging.", "watchdog_timeout", {"waited_s": 60.0}),
+    (P + "No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging.", "shm_broadcast_wait", {"waited_s": 60.0}),
     ("(Worker_TP0 pid=9) WARNING 11-29 11:11:11 [custom_all_reduce.py:283] Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
      "custom_allreduce_disabled", {"reason": "your platform lacks GPU P2P capability or P2P test failed"}),
     ("\x1b[1;36m(EngineCore pid=5)\x1b[0;0m \x1b[32mINFO\x1b[0m 11-29 11:11:11 [gpu_worker.py:773] Available KV cache memory: 3.0 GiB",
@@ -292,3 +292,18 @@ def test_non_default_args_falls_back_to_raw():
     assert event.kind == "non_default_args" and event.fields["raw"].startswith("{'model'")
     ok = classify_line(P + "non-default args: {'tensor_parallel_size': 2, 'enforce_eager': True}")
     assert ok.fields["args"] == {"tensor_parallel_size": 2, "enforce_eager": True}
+
+
+def test_slow_start_hang_hint_is_a_warning_not_a_failure():
+    # Seen on the real CPU vLLM while torch compiled on a busy machine: logged at INFO.
+    hint = (
+        "(EngineCore pid=28805) INFO 11-29 12:33:46 [shm_broadcast.py:871] No available shared "
+        "memory broadcast block found in 60 seconds. This typically happens when some processes "
+        "are hanging or doing some time-consuming work (e.g. compilation, weight/kv cache quantization)."
+    )
+    lines = read_fixture(CPU, "serve-startup-ok.log").splitlines()
+    digest = digest_text("\n".join([*lines[:40], hint, *lines[40:]]))
+    facts = digest.facts()
+    assert facts.failures == () and facts.ready
+    assert [w.kind for w in facts.warnings] == ["shm_broadcast_wait"]
+    assert facts.warnings[0].fields == {"waited_s": 60.0}
