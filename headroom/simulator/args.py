@@ -195,9 +195,15 @@ HUMAN_UNITS = {
 def human_readable_int(text: str) -> int:
     """vLLM's human_readable_int: 10G = 10 GiB, 10g = 1e10 bytes, plain digits as is."""
     text = text.strip()
-    if text and text[-1] in HUMAN_UNITS:
-        return int(float(text[:-1]) * HUMAN_UNITS[text[-1]])
-    return int(text)
+    try:
+        if text and text[-1] in HUMAN_UNITS:
+            number = float(text[:-1])
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(text)
+            return int(number * HUMAN_UNITS[text[-1]])
+        return int(text)
+    except OverflowError:
+        raise ValueError(text) from None
 
 
 def _max_model_len(text: str) -> int:
