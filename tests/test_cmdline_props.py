@@ -104,7 +104,7 @@ def command_lines(draw) -> tuple[list[str], dict[str, object]]:
     return argv, expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(command_lines())
 def test_render_parse_is_identity_and_values_are_read(case):
     argv, expected = case
@@ -114,7 +114,7 @@ def test_render_parse_is_identity_and_values_are_read(case):
         assert cmd.get(name) == value, (name, argv)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(command_lines(), st.sampled_from(SPECS), st.data())
 def test_apply_changes_touches_only_the_named_knob(case, spec, data):
     argv, _ = case
@@ -140,7 +140,7 @@ def test_apply_changes_touches_only_the_named_knob(case, spec, data):
     assert not removed.has(spec.dest)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(max_size=12), max_size=10))
 def test_arbitrary_tokens_parse_or_fail_clearly(tokens):
     try:
@@ -153,7 +153,7 @@ def test_arbitrary_tokens_parse_or_fail_clearly(tokens):
     assert len(redact_argv(tokens)) == len(tokens)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(WORD, max_size=4),
     st.text(min_size=3, max_size=20).filter(lambda s: s.strip() == s and "=" not in s),

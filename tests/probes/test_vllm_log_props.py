@@ -20,7 +20,7 @@ WORDS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_arbitrary_text_never_raises(text):
     event = classify_line(text)
@@ -28,7 +28,7 @@ def test_arbitrary_text_never_raises(text):
     digest_text(text).facts()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.one_of(WORDS, st.text(max_size=8), st.integers(-5, 10**7).map(str)), max_size=30)
 )
