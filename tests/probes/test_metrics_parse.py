@@ -78,7 +78,8 @@ def test_real_capture_keeps_the_samples_headroom_needs() -> None:
 def test_at_least_ten_times_faster_than_prometheus_client() -> None:
     text = AFTER_64.read_text(encoding="utf-8")
 
-    def best_of(fn, rounds: int = 5, loops: int = 20) -> float:
+    def best_of(fn, loops: int, rounds: int = 7) -> float:
+        # best of several short rounds: a busy shared machine slows rounds, not the best one
         best = math.inf
         for _ in range(rounds):
             start = time.perf_counter()
@@ -87,8 +88,8 @@ def test_at_least_ten_times_faster_than_prometheus_client() -> None:
             best = min(best, (time.perf_counter() - start) / loops)
         return best
 
-    baseline = best_of(lambda: list(text_string_to_metric_families(text)))
-    ours = best_of(lambda: parse_exposition(text))
+    baseline = best_of(lambda: list(text_string_to_metric_families(text)), loops=4)
+    ours = best_of(lambda: parse_exposition(text), loops=40)
     assert baseline / ours >= 10, f"only {baseline / ours:.1f}x faster"
 
 
@@ -101,6 +102,13 @@ def test_escaped_label_values_match_the_oracle() -> None:
     ours = {_key(s.name, s.labels): s.value for s in parse_exposition(text).samples}
     assert ours == _oracle(text)
     assert ("model_name", 'a "quoted" \\ name\nx') in next(iter(ours))[1]
+
+
+def test_huge_label_value_matches_the_oracle() -> None:
+    huge = "x" * 200_000 + '\\"' + "y" * 1000
+    text = f'vllm:num_requests_running{{engine="0",model_name="{huge}"}} 7\n'
+    ours = {_key(s.name, s.labels): s.value for s in parse_exposition(text).samples}
+    assert ours == _oracle(text) and len(ours) == 1
 
 
 def test_unlabelled_nan_and_inf_values() -> None:
@@ -149,7 +157,7 @@ def test_metrics_off_page_is_prometheus_without_vllm_samples() -> None:
 # --- property tests: whatever arrives, the reader returns -------------------------------
 
 _names = st.sampled_from(sorted(WANTED_SAMPLE_NAMES) + ["vllm:renamed_metric", "other_metric"])
-_label_value = st.text(max_size=3000)
+_label_value = st.text(max_size=400)
 _values = st.sampled_from(["1.0", "NaN", "+Inf", "-Inf", "1e308", "-0", "abc", "", "1_0", "0x10"])
 
 
@@ -176,7 +184,7 @@ def _expositions(draw) -> str:
     return text[:cut] if draw(st.booleans()) else text
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_expositions())
 def test_generated_expositions_never_raise_and_agree_with_the_oracle(text: str) -> None:
     parsed = parse_exposition(text)
