@@ -79,6 +79,7 @@ class StepResult:
     gpu_util_mean: float | None = None
     gpu_util_peak: float | None = None
     error_examples: tuple[str, ...] = ()
+    itl_mean: float | None = None  # mean gap between tokens (steady, unlike p50 under bursts)
 
     def to_json(self) -> dict[str, object]:
         out = asdict(self)
@@ -147,6 +148,7 @@ def summarise_step(
         e2e_p95=percentile(e2es, 95),
         **_server_figures(samples),
         error_examples=tuple(dict.fromkeys(r.error for r in errors if r.error))[:3],
+        itl_mean=sum(gaps) / len(gaps) if gaps else None,
     )
 
 

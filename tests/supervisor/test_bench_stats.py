@@ -59,6 +59,7 @@ def test_summarise_step_figures() -> None:
     assert abs(step.ttft_p50 - 0.1) < 1e-9  # median of 0.1, 0.3, 0.05
     assert abs(step.e2e_p95 - percentile([0.3, 0.7], 95)) < 1e-9
     assert abs(step.itl_p50 - 0.02) < 1e-9
+    assert abs(step.itl_mean - (10 * 0.02 + 10 * 0.04 + 4 * 0.01) / 24) < 1e-9
     assert step.kv_usage_peak == 0.8 and step.waiting_peak == 3 and step.preemptions == 4.0
     assert step.gpu_memory_peak_bytes == 300 and step.gpu_util_mean == 60.0
     assert step.error_examples == ("HTTP 500: boom",)
