@@ -83,6 +83,8 @@ def _find_env() -> RealVllmEnv | str:
     python = os.environ.get("HEADROOM_REAL_VLLM_PYTHON")
     model = os.environ.get("HEADROOM_REAL_VLLM_MODEL")
     if python and model:
+        if not (os.access(python, os.X_OK) and Path(model).is_dir()):
+            return f"HEADROOM_REAL_VLLM_PYTHON={python} / HEADROOM_REAL_VLLM_MODEL={model} do not exist"
         return RealVllmEnv(python, model)
     try:
         out = subprocess.run(
