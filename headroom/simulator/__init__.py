@@ -1,1 +1,29 @@
-"""A vLLM stand-in on simulated GPUs. Imports nothing else of Headroom."""
+"""A vLLM stand-in on simulated GPUs. Imports nothing else of Headroom.
+
+Launched exactly like vLLM, with vLLM's own flags:
+
+    python -m headroom.simulator serve MODEL [--tensor-parallel-size N] [--max-model-len L] ...
+
+MODEL is a known name (`python -m headroom.simulator serve --help` lists none; see
+`headroom.simulator.models.known_models()`: Llama-3.1-8B/70B, Qwen2.5-7B/72B, Mistral-7B,
+headroom-sim/Wide-52H, tiny-llama) or a local directory holding a config.json. Unknown flags
+are rejected like vLLM's argparse (exit status 2, "unrecognized arguments").
+
+Settings of the simulation itself come only from the environment, so the command line stays
+exactly vLLM's:
+
+- `HEADROOM_SIM_SCENARIO`: a packaged scenario name (`python -m headroom.simulator scenarios`)
+  or a path to a scenario TOML; `serve` takes the hardware from it. Unset: one H100 SXM.
+- `HEADROOM_SIM_TIME_SCALE`: simulated seconds per wall second (default 1; 10 runs ten times
+  faster than real time, start-up included).
+- `HEADROOM_SIM_LOG_FORMAT`: `0.32` (default; the vLLM 0.32/0.33 log lines) or `0.10` (the
+  older 0.10-0.25 wording, and the accounting of vLLM before CUDA-graph memory was budgeted).
+- `HEADROOM_SIM_STATE`: a path; the simulated GPUs' state (memory, utilisation, power,
+  clocks, PCIe/NVLink, processes, `nvidia-smi topo -m` text) is written there atomically
+  every 0.25 s. Headroom's probes read it through `headroom.simulator.nvml_standin` when
+  `HEADROOM_NVML_STANDIN` names the same file.
+
+`VLLM_LOG_STATS_INTERVAL` (seconds, default 10) and `VLLM_API_KEY` are honoured as in vLLM.
+Also: `python -m headroom.simulator load URL --model NAME ...` (a closed-loop load) and
+`python -m headroom.simulator scenarios`.
+"""
