@@ -131,8 +131,16 @@ def lines_of(events: Iterable[Event], *kinds: str) -> list[Event]:
     return [e for e in events if e.kind in kinds]
 
 
-def gib(value: str, unit: str) -> float:
-    return float(value.replace(",", "")) * GIB_PER.get(unit, 1.0)
+def _float(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:  # "." or "," alone: a mangled paste
+        return None
+
+
+def gib(value: str, unit: str) -> float | None:
+    number = _float(value)
+    return None if number is None else number * GIB_PER.get(unit, 1.0)
 
 
 _NUM = r"([\d.,]+)\s*(GiB|GB|MiB|MB)"
@@ -150,9 +158,10 @@ def oom_numbers(line: str) -> dict[str, float]:
     }
     for name, pattern in patterns.items():
         match = re.search(pattern, line)
-        if match:
-            out[name] = gib(match.group(1), match.group(2))
-    procs = [gib(v, u) for v, u in re.findall(r"Process \d+ has " + _NUM + " memory in use", line)]
+        if match and (value := gib(match.group(1), match.group(2))) is not None:
+            out[name] = value
+    found = re.findall(r"Process \d+ has " + _NUM + " memory in use", line)
+    procs = [g for v, u in found if (g := gib(v, u)) is not None]
     if procs:
         out["process_count"] = float(len(procs))
         out["largest_process_gib"] = max(procs)
@@ -167,11 +176,11 @@ def max_seq_len_numbers(line: str) -> dict[str, float]:
     if match:
         out["max_model_len"] = float(match.group(1))
     match = re.search(r"\(?([\d.]+) ?GiB KV cache is needed", line)
-    if match:
-        out["needed_gib"] = float(match.group(1))
+    if match and _float(match.group(1)) is not None:
+        out["needed_gib"] = _float(match.group(1))
     match = re.search(r"available KV cache memory \(([\d.]+) ?GiB\)", line)
-    if match:
-        out["available_gib"] = float(match.group(1))
+    if match and _float(match.group(1)) is not None:
+        out["available_gib"] = _float(match.group(1))
     match = re.search(r"estimated maximum model length is (\d+)", line)
     if match:
         out["estimated_max_len"] = float(match.group(1))
@@ -188,12 +197,10 @@ def free_memory_numbers(line: str) -> dict[str, float]:
         line,
     )
     if match:
-        out = {
-            "free_gib": float(match.group(1)),
-            "total_gib": float(match.group(2)),
-            "utilization": float(match.group(3)),
-            "requested_gib": float(match.group(4)),
-        }
+        values = [_float(match.group(i)) for i in range(1, 5)]
+        if None not in values and values[1]:
+            keys = ("free_gib", "total_gib", "utilization", "requested_gib")
+            out = dict(zip(keys, values, strict=True))
     return out
 
 
@@ -204,12 +211,12 @@ def two_ints(line: str, pattern: str) -> tuple[int, int] | None:
 
 def weights_gib(line: str) -> float | None:
     match = re.search(r"(?:Model loading took|Loading model weights took) ([\d.]+) ?(GiB|GB)", line)
-    return float(match.group(1)) if match else None
+    return _float(match.group(1)) if match else None
 
 
 def kv_available_gib(line: str) -> float | None:
     match = re.search(r"Available KV cache memory: ([\d.]+) ?GiB", line)
-    return float(match.group(1)) if match else None
+    return _float(match.group(1)) if match else None
 
 
 def kv_tokens(line: str) -> int | None:

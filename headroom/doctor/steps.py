@@ -114,7 +114,10 @@ def step_statuses(findings: list[Finding], ctx) -> tuple[StepStatus, ...]:
             worst = next(f for f in mine if f.severity == "warning")
             statuses.append(StepStatus(step, name, "warn", worst.title))
             continue
-        statuses.append(StepStatus(step, name, *_ok_or_unknown(step, ctx, mine)))
+        status, why = _ok_or_unknown(step, ctx, mine)
+        if mine and status == "ok":  # an info finding: still ok, but say what was noticed
+            why = f"{why}; note: {mine[0].title}"
+        statuses.append(StepStatus(step, name, status, why))
     return tuple(statuses)
 
 
