@@ -154,3 +154,33 @@ def test_probe_model_shapes_work_too():
     assert weights_gib_per_gpu(llama, 1, 1) == pytest.approx(
         weights_gib_per_gpu(LLAMA_8B, 1, 1), rel=0.01
     )
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from headroom.doctor.model_table import known_model_names  # noqa: E402
+from headroom.doctor.planner import plan  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.sampled_from(known_model_names()),
+    gpus=st.sampled_from(["1xH100", "8xH100", "2xRTX4090", "4xA100:40", "1xGPU:8", "8xB200"]),
+    tp=st.integers(1, 16),
+    pp=st.integers(1, 8),
+    util=st.one_of(st.none(), st.floats(0.05, 1.0)),
+    max_len=st.one_of(st.none(), st.integers(1, 2_000_000)),
+    kv=st.sampled_from(["auto", "fp8", "bfloat16", "fp8_e5m2"]),
+    version=st.sampled_from([None, "0.6.4", "0.10.2", "0.21.0", "0.33.0", "garbage"]),
+)
+def test_account_and_plan_never_raise(name, gpus, tp, pp, util, max_len, kv, version):
+    model, gpu = find_model(name), parse_gpu_spec(gpus)
+    knobs = Knobs(
+        tp=tp, pp=pp, gpu_memory_utilization=util, max_model_len=max_len, kv_cache_dtype=kv
+    )
+    acc = account(model, gpu, knobs, version)
+    assert acc.kv_capacity_tokens >= 0 and acc.kv_capacity_tokens % 16 == 0
+    assert acc.weights_gib > 0 and acc.arithmetic
+    p = plan(model, gpu, nodes=1 + tp % 3, context=max_len, concurrency=1 + pp, version=version)
+    assert p.tp >= 1 and p.pp >= 1 and p.command
