@@ -36,7 +36,7 @@ class ComparisonRow:
     e2e_p95_s: float | None
     ttft_p95_s: float | None
     itl_p95_s: float | None
-    itl_p50_c1_s: float | None  # ITL p50 at concurrency 1
+    itl_c1_s: float | None  # mean ITL at concurrency 1 (p50 when no mean was recorded)
     peak_gpu_memory_bytes: int | None
     is_baseline: bool
     comparable: bool
@@ -137,7 +137,7 @@ def _draft(record: object) -> dict | None:
         "e2e_p95_s": op.get("e2e_p95"),
         "ttft_p95_s": op.get("ttft_p95"),
         "itl_p95_s": op.get("itl_p95"),
-        "itl_p50_c1_s": c1.get("itl_p50") if c1 else None,
+        "itl_c1_s": (c1.get("itl_mean") or c1.get("itl_p50")) if c1 else None,
         "peak_gpu_memory_bytes": mem,
         "notes": notes,
         "_key": _key(workload),
@@ -212,7 +212,7 @@ def comparison_cells(rows: Sequence[ComparisonRow]) -> list[list[str]]:
                 fmt(r.e2e_p95_s, "s"),
                 fmt(r.ttft_p95_s, "ms"),
                 fmt(r.itl_p95_s, "ms"),
-                fmt(r.itl_p50_c1_s, "ms"),
+                fmt(r.itl_c1_s, "ms"),
                 fmt(r.peak_gpu_memory_bytes, "gib"),
                 "; ".join(r.notes),
             ]

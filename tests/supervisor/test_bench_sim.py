@@ -141,7 +141,7 @@ def test_knee_lands_at_max_num_seqs_8(tmp_path) -> None:
         config = BenchConfig(
             sims["a10"].url,
             ramp=(1, 2, 4, 8, 16),
-            step_duration_s=2.0,
+            step_duration_s=1.5,
             warmup_s=0.5,
             distribution=dist,
             read_gpus=False,
@@ -201,7 +201,7 @@ def configurations(tmp_path_factory) -> dict[str, tuple[list[str], BenchResult]]
             config = BenchConfig(
                 sim.url,
                 ramp=(1, 4),
-                step_duration_s=2.5,
+                step_duration_s=2.0,
                 warmup_s=0.3,
                 distribution=dist,
                 read_gpus=False,
