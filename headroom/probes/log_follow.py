@@ -102,6 +102,7 @@ class FileFollower:
                 if handle is None:
                     handle, identity = _open(self.path)
                     if handle is None:
+                        first_open = False  # created later: all of it is new, read it all
                         await self._sleep()
                         continue
                     if first_open and not self.from_start:

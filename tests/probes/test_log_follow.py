@@ -79,6 +79,17 @@ async def test_file_from_end_skips_old_lines(tmp_path):
         await reader.close()
 
 
+async def test_file_created_late_is_read_from_its_start_even_when_following_the_end(tmp_path):
+    path = tmp_path / "late.log"
+    reader = _Reader(FileFollower(path, from_start=False, poll_s=0.02))
+    try:
+        await asyncio.sleep(0.1)
+        path.write_text("first\n")
+        assert await reader.wait_for(1) == ["first"]
+    finally:
+        await reader.close()
+
+
 async def test_file_created_late_truncated_and_rotated(tmp_path):
     path = tmp_path / "vllm.log"
     follower = FileFollower(path, poll_s=0.02)
