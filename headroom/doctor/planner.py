@@ -198,10 +198,13 @@ def _poor_tps(topology, sizes: list[int]) -> set[int]:
 def _steps(
     model, gpu, acc, lower, lower_why, upper, upper_why, tp, pp, nodes, wanted, fits, kv_dtype, ver
 ):
-    s1 = (
-        "ok" if lower is not None else "warn",
-        f"{lower_why}; weights {acc.weights_gib:.2f} GiB per GPU",
-    )
+    if lower is None and fits and pp > 1:
+        s1 = ("ok", f"{lower_why}, so TP {tp} x PP {pp}: weights {acc.weights_gib:.2f} GiB per GPU")
+    else:
+        s1 = (
+            "ok" if lower is not None else "warn",
+            f"{lower_why}; weights {acc.weights_gib:.2f} GiB per GPU",
+        )
     s2 = ("ok" if heads_valid(model, tp) else "fail", upper_why)
     if pp > 1 and nodes > 1:
         s3 = ("ok", f"TP {tp} inside each node, PP {pp} across {nodes} nodes")
