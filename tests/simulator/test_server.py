@@ -254,3 +254,23 @@ def test_kv_pressure_replay_over_http(server) -> None:
     assert done and done[0] >= 48  # earlier tests in this module add their own
     snapshot = json.loads(Path(state).read_text())
     assert snapshot["gpus"][0]["processes"][0]["used_memory"] > 0
+
+
+def test_headroom_metrics_and_log_readers_understand_the_simulator(server) -> None:
+    """Cross-check with Headroom's own readers (written independently from vLLM's source)."""
+    from headroom.probes.metrics import MetricsProbe
+    from headroom.probes.vllm_log import digest_text
+
+    url, _, log = server
+
+    async def scrape():
+        async with MetricsProbe(url) as probe:
+            return await probe.scrape()
+
+    snap = asyncio.run(scrape())
+    assert snap.state == "up", snap.message
+    assert snap.total.kv_capacity_tokens == 3840
+    assert snap.total.block_size == 128 and snap.total.num_gpu_blocks == 30
+    facts = digest_text(Path(log).read_text()).facts()
+    assert facts.kv_cache_tokens == 3840 and facts.max_model_len == 1024
+    assert facts.ready and not facts.failures
