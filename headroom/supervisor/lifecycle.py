@@ -12,7 +12,7 @@ import httpx
 
 from headroom.supervisor import preflight as pf
 from headroom.supervisor import statefile
-from headroom.supervisor.run_stats import gpus_from_snapshot, model_shape_dict
+from headroom.supervisor.run_stats import gpus_from_snapshot, model_shape_dict, topology_summary
 from headroom.supervisor.states import ServerState
 
 if TYPE_CHECKING:
@@ -121,6 +121,21 @@ def fill_context(sup: Supervisor, record: RunRecord) -> None:
             record.gpus = gpus_from_snapshot(probe.read(), gpu_indices(sup))
         except Exception:
             record.gpus = []
+
+
+async def journal_topology(sup: Supervisor) -> None:
+    """Add the GPUs' topology (links between the GPUs in use) to the run's record."""
+    if _probe(sup) is None:
+        return  # no GPUs to describe
+    try:
+        from headroom.probes.topology import read_topology
+
+        matrix = await read_topology(getattr(sup.nvml_probe, "nvml", None))
+    except Exception:
+        return
+    summary = topology_summary(matrix, gpu_indices(sup))
+    if summary:
+        sup.journal_update(topology=summary)
 
 
 def last_good_start_from_journal(sup: Supervisor) -> float | None:

@@ -1,6 +1,8 @@
 """Checks before each start, each failure a clear sentence instead of a vLLM crash two
-minutes later: the port is free, the GPUs are not held by other processes, and their free
-memory covers total x gpu_memory_utilization. Also the wait for GPU memory to be released
+minutes later: the port is free, and the GPUs are not held by other processes so far that
+their free memory stops covering total x gpu_memory_utilization (a holder that leaves enough
+free is a note, as vLLM itself would start; with the KV cache sized in bytes, any holder is
+a failure, since there is no share to check against). Also the wait for GPU memory to be released
 after a stop, so the next start does not trip over the previous one's allocations.
 
 GPU data comes from headroom.probes.nvml (NvmlProbe); when NVML is not there (CPU host,
@@ -100,25 +102,34 @@ def check_gpus(
             failures.append(f"GPU {gpu.index} is lost (fell off the bus); it cannot be used")
             continue
         others = [p for p in gpu.processes if p.pid not in own]
-        if others:
-            held = ", ".join(
-                f"pid {p.pid} {p.name or '?'} ({_gib(p.used_memory_bytes)})" for p in others
-            )
-            failures.append(f"GPU {gpu.index} is held by another process: {held}")
-        if kv_cache_memory_bytes is not None:
-            notes.append(f"GPU {gpu.index}: KV cache sized in bytes, utilization check skipped")
-            continue
+        held = ", ".join(
+            f"pid {p.pid} {p.name or '?'} ({_gib(p.used_memory_bytes)})" for p in others
+        )
         util = 0.9 if utilization is None else utilization
-        if gpu.memory_total is None or gpu.memory_free is None:
-            notes.append(f"GPU {gpu.index}: memory not readable, utilization check skipped")
+        if kv_cache_memory_bytes is not None or gpu.memory_total is None or gpu.memory_free is None:
+            # Without a share to check against, another process on the GPU is the risk itself.
+            if others:
+                failures.append(f"GPU {gpu.index} is held by another process: {held}")
+            why = (
+                "KV cache sized in bytes"
+                if kv_cache_memory_bytes is not None
+                else "memory unreadable"
+            )
+            notes.append(f"GPU {gpu.index}: {why}, utilization check skipped")
             continue
         needed = gpu.memory_total * util
         if gpu.memory_free < needed:
+            holder = f" (held by another process: {held})" if others else ""
             failures.append(
-                f"GPU {gpu.index} has {_gib(gpu.memory_free)} free but "
+                f"GPU {gpu.index} has {_gib(gpu.memory_free)} free{holder} but "
                 f"gpu_memory_utilization {util:g} asks for {_gib(needed)} of "
                 f"{_gib(gpu.memory_total)}: free the GPU or lower --gpu-memory-utilization "
                 f"to at most {max(gpu.memory_free / gpu.memory_total - 0.01, 0):.2f}"
+            )
+        elif others:
+            notes.append(
+                f"GPU {gpu.index} is shared with another process ({held}); enough is free "
+                f"for utilization {util:g}, but if it grows vLLM can run out of memory"
             )
     return PreflightResult(tuple(failures), tuple(notes))
 

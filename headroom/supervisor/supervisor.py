@@ -153,6 +153,7 @@ class Supervisor:
         self.adopted = False  # watching a server an earlier Headroom started
         self.restart_pending = False  # a crash restart is scheduled (after its back-off)
         self._crash_task: asyncio.Task | None = None
+        self._topology_task: asyncio.Task | None = None  # kept so it is not garbage-collected
         self._log_listeners: list[Callable[[list[str]], None]] = []
         self._tail: FileTail | None = None
         self._watch_task: asyncio.Task | None = None
@@ -277,6 +278,7 @@ class Supervisor:
         self._journal_new_run(argv, reason)
         lifecycle.write_state_file(self)
         self._watch_task = asyncio.create_task(self._watch(), name="headroom-supervisor-watch")
+        self._topology_task = asyncio.create_task(lifecycle.journal_topology(self))
 
     def _reset_run(self) -> None:
         self.digest = LogDigest()
