@@ -288,7 +288,8 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
         kv_bytes_per_token=per_token,
         kv_capacity_tokens=capacity,
         max_model_len=max_len,
-        max_model_len_fit=capacity,
+        # vLLM refuses a max_model_len above the model's own limit, so the fit is capped there
+        max_model_len_fit=min(capacity, model.max_position_embeddings or capacity),
         max_concurrency=round(capacity / max_len, 2) if max_len else 0.0,
         batched_tokens=batched,
         max_num_seqs=seqs,
