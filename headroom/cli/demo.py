@@ -18,8 +18,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-DEFAULT_TIME_SCALE = 1.0
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -43,10 +41,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def _scenarios_api() -> tuple[Any, Any] | None:
     try:
-        from headroom.simulator import list_scenarios, load_scenario
+        from headroom.simulator.scenario import list_scenarios, load_scenario
     except ImportError:
         return None
     return list_scenarios, load_scenario
+
+
+def _default_scenario_name() -> str | None:
+    try:
+        from headroom.simulator.scenario import DEFAULT_SCENARIO
+    except ImportError:
+        return None
+    return DEFAULT_SCENARIO
 
 
 def _describe(scenario: Any) -> tuple[str, str]:
@@ -79,41 +85,27 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def scenario_argv(scenario: Any) -> tuple[str, list[str]]:
-    """(model, vLLM flags) the scenario starts with."""
-    model = getattr(scenario, "model", None) or "demo-model"
-    for attribute in ("flags", "serve_flags", "vllm_flags", "args"):
-        flags = getattr(scenario, attribute, None)
-        if flags:
-            return str(model), [str(token) for token in flags]
-    return str(model), []
-
-
-def build_supervisor(name: str | None, workdir: Path, time_scale: float | None) -> tuple[Any, str]:
-    """A Supervisor over the simulator for scenario `name`. Returns (supervisor, scenario name)."""
+def build_supervisor(name: str | None, workdir: Path, time_scale: float | None) -> tuple[Any, Any]:
+    """A Supervisor over the simulator for scenario `name`. Returns (supervisor, scenario)."""
     from headroom.cmdline import parse_command
     from headroom.supervisor import Supervisor
 
     api = _scenarios_api()
-    scenario = None
-    if api is not None:
-        _, load_scenario = api
-        scenario = load_scenario(name) if name else load_scenario()
-    scenario_name = _describe(scenario)[0] if scenario is not None else (name or "default")
-    model, flags = scenario_argv(scenario)
+    if api is None:
+        raise ImportError(name="headroom.simulator.scenario")
+    _, load_scenario = api
+    scenario = load_scenario(name or _default_scenario_name())
     state = workdir / "sim-state.json"
-    env = {
-        "HEADROOM_SIM_SCENARIO": scenario_name,
-        "HEADROOM_SIM_STATE": str(state),
-        "HEADROOM_NVML_STANDIN": str(state),
-    }
+    env = dict(scenario.env(str(state)))
+    env["HEADROOM_NVML_STANDIN"] = str(state)
     if time_scale is not None:
         env["HEADROOM_SIM_TIME_SCALE"] = str(time_scale)
     # This process reads the same simulated GPUs (NVML probe, topology) as the server.
     os.environ["HEADROOM_NVML_STANDIN"] = str(state)
-    command = parse_command(["vllm", "serve", model, "--port", str(free_port()), *flags])
+    serve = scenario.serve_argv(port=free_port())  # ["serve", MODEL, *flags]
+    command = parse_command(["vllm", *serve])
     supervisor = Supervisor(command, launcher="sim", env=env, data_dir=workdir / "data")
-    return supervisor, scenario_name
+    return supervisor, scenario
 
 
 def main(argv: list[str]) -> int:
@@ -130,7 +122,7 @@ def main(argv: list[str]) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="headroom-demo-"))
     try:
         try:
-            supervisor, _ = build_supervisor(args.name, workdir, args.time_scale)
+            supervisor, scenario = build_supervisor(args.name, workdir, args.time_scale)
         except (LookupError, ValueError, FileNotFoundError) as exc:
             print(
                 f"headroom demo: {exc}\n(headroom demo --list shows the scenarios)", file=sys.stderr
@@ -139,9 +131,13 @@ def main(argv: list[str]) -> int:
         except ImportError as exc:
             print(f"headroom demo: {exc.name} is not available in this build", file=sys.stderr)
             return 2
-        from headroom.tui.app import run_serve
+        from headroom.tui.app import HeadroomApp
+        from headroom.tui.demo_sources import DemoSources
 
-        return run_serve(supervisor, interval=args.interval, theme=args.theme, stop_on_exit=True)
+        app = HeadroomApp(
+            DemoSources(supervisor, scenario), interval=args.interval, theme=args.theme
+        )
+        return int(app.run() or 0)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

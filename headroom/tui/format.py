@@ -4,6 +4,7 @@ a value a probe could not read is shown as missing, never as zero and never as a
 from __future__ import annotations
 
 import math
+import re
 
 NA = "N/A"
 
@@ -56,7 +57,7 @@ def seconds_as_latency(seconds: float | None) -> str:
     if seconds < 1:
         ms = seconds * 1000
         return f"{ms:.1f} ms" if ms < 10 else f"{ms:.0f} ms"
-    return f"{seconds:.2f} s"
+    return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
 def latency_pair(latency: object | None) -> str:
@@ -135,3 +136,19 @@ def spark(values, width: int) -> str:
         value = min(max(value, 0.0), 1.0)
         out.append(SPARK[min(len(SPARK) - 1, int(value * len(SPARK)))])
     return "".join(out)
+
+
+_LOG_PREFIX = re.compile(
+    r"^\s*(\([^)]*\)\s*)?(ERROR|WARNING|INFO|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d\s+\[[^\]]*\]\s*"
+)
+
+
+def short_message(text: str | None, limit: int = 240) -> str | None:
+    """A log line or error as a reader wants it on a dashboard: without vLLM's
+    "(EngineCore pid=1) ERROR 11-29 12:35:23 [core.py:1510]" prefix, on one line, cut at
+    `limit` characters (the Logs screen has the full text)."""
+    if not text:
+        return text
+    first = _LOG_PREFIX.sub("", str(text).strip().splitlines()[0] if str(text).strip() else "")
+    first = " ".join(first.split())
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from headroom.tui.format import short_message
+
 ProgressCallback = Callable[[str, str, str | None], None]
 
 
@@ -63,10 +65,7 @@ class RestartProgress:
 
 
 def _short(text: str | None, limit: int = 160) -> str | None:
-    if not text:
-        return None
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return short_message(text, limit) or None
 
 
 async def drive_restart(

@@ -55,6 +55,11 @@ class ServerFacts(Static):
         parts = []
         for name, label in FLAGS:
             value = values[name]
-            shown = fmt.NA if value is None else fmt.flag_value(value)
+            if value is None:
+                # Known command without the flag: vLLM's default applies (the model's own
+                # context length for max_model_len), which is not N/A.
+                shown = "default" if command is not None else fmt.NA
+            else:
+                shown = fmt.flag_value(value)
             parts.append(f"[$text-muted]{label}[/] [b]{escape(shown)}[/b]")
         set_markup(self, "  ".join(parts))

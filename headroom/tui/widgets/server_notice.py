@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.markup import escape
 from textual.widgets import Static
 
+from headroom.tui import format as fmt
 from headroom.tui.store import Store
 from headroom.tui.widgets.cheap_update import set_markup
 
@@ -35,6 +36,7 @@ class ServerNotice(Static):
         if entry is None:
             return
         colour, head, hint = entry
-        detail = f": {escape(server.detail)}" if server.detail else ""
+        short = fmt.short_message(server.detail, 200)
+        detail = f": {escape(short)}" if short else ""
         hint_text = f"  [$text-muted]{hint}[/]" if hint else ""
         set_markup(self, f"[{colour}][b]{head}[/b]{detail}[/]{hint_text}")
