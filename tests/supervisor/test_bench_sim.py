@@ -54,6 +54,8 @@ class Sim:
             "HEADROOM_SIM_TIME_SCALE": str(scale),
         }
         env.pop("HEADROOM_SIM_STATE", None)
+        self.state_path = tmp / f"{name}-state.json"
+        env["HEADROOM_SIM_STATE"] = str(self.state_path)  # what the NVML stand-in reads
         self.log_path = tmp / f"{name}.log"
         argv = [
             sys.executable,
@@ -125,7 +127,7 @@ def _workload(tmp: Path, prompt: int, output: int):
 # --- the knee at max_num_seqs ----------------------------------------------------------------
 
 
-def test_knee_lands_at_max_num_seqs_8(tmp_path) -> None:
+def test_knee_lands_at_max_num_seqs_8(tmp_path, monkeypatch) -> None:
     """With --max-num-seqs 8 the scheduler runs at most 8 sequences per step. Up to 8
     concurrent requests each step decodes one token for every request at almost the same
     cost (decode reads the weights once per step whatever the batch), so throughput grows
@@ -138,13 +140,15 @@ def test_knee_lands_at_max_num_seqs_8(tmp_path) -> None:
     with simulators(
         [("a10", 'gpu = "A10"\ncount = 1', ["--max-num-seqs", "8"], 4.0)], tmp_path
     ) as sims:
+        # GPU figures come from NVML; here the simulator's NVML stand-in plays the GPU.
+        monkeypatch.setenv("HEADROOM_NVML_STANDIN", str(sims["a10"].state_path))
         config = BenchConfig(
             sims["a10"].url,
             ramp=(1, 2, 4, 8, 16),
             step_duration_s=1.5,
             warmup_s=0.5,
             distribution=dist,
-            read_gpus=False,
+            read_gpus=True,
         )
         result = asyncio.run(run_bench(config))
     steps = {s.concurrency: s for s in result.steps}
@@ -155,6 +159,11 @@ def test_knee_lands_at_max_num_seqs_8(tmp_path) -> None:
     assert steps[16].waiting_peak is not None and steps[16].waiting_peak >= 4
     assert steps[16].ttft_p50 > 2 * steps[8].ttft_p50
     assert all(s.errors == 0 for s in result.steps)
+    # GPU memory (the whole budget vLLM holds, ~92 % of the A10's 22.5 GiB) and utilisation.
+    for step in result.steps:
+        assert step.gpu_memory_peak_bytes is not None
+        assert 15 * 2**30 < step.gpu_memory_peak_bytes < 23 * 2**30
+        assert step.gpu_util_mean is not None
 
 
 # --- TP over NVLink vs PCIe, PP's bubble, the comparison table --------------------------------
