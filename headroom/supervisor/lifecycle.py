@@ -66,6 +66,8 @@ async def run_preflight(sup: Supervisor) -> None:
             world_size=_world_size(sup),
         )
         failures += result.failures
+        if not getattr(snapshot, "available", False):
+            sup.nvml_probe = None  # look again before the next start (a driver may appear)
         for note in result.notes:
             sup.emit("notice", note)
     for failure in failures:

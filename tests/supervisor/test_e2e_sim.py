@@ -225,3 +225,40 @@ async def test_server_killed_with_sigkill_is_reported_and_restarted(tmp_path, st
     crash = next(e for e in events if e.kind == "crash_backoff")
     assert "-9" in crash.message or "SIGKILL" in crash.message or "exited" in crash.message
     assert [r.outcome for r in sup.journal.records()] == ["crashed", "ready"]
+
+
+async def test_simulated_gpus_are_journaled_and_memory_release_is_awaited(
+    tmp_path, stop_after, monkeypatch
+):
+    # The simulator's NVML stand-in plays the GPUs: another process holds 20 GiB of the H100,
+    # vLLM refuses 0.92 of it, the doctor's fix (0.7) starts, and stop waits for the memory.
+    state = tmp_path / "sim-state.json"
+    monkeypatch.setenv("HEADROOM_NVML_STANDIN", str(state))
+    command = parse_command(
+        ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--port", str(free_port())]
+    )
+    events: list = []
+    sup = Supervisor(
+        command,
+        launcher="sim",
+        env={
+            "HEADROOM_SIM_SCENARIO": "busy-gpu",
+            "HEADROOM_SIM_TIME_SCALE": "50",
+            "HEADROOM_SIM_STATE": str(state),
+        },
+        data_dir=tmp_path / "data",
+        on_event=events.append,
+        poll_interval_s=0.1,
+        memory_timeout_s=20,
+    )
+    stop_after(sup)
+    await sup.start()
+    assert not await sup.wait_ready(timeout_s=60)
+    assert sup.failure_kind == "free_memory_below_utilization"
+    outcome = await sup.restart({"gpu_memory_utilization": 0.7})
+    assert outcome.ok, outcome.reason
+    await sup.stop()
+    memory = [e for e in events if e.kind == "memory" and "released" in e.fields]
+    assert memory and all(e.fields["released"] for e in memory), [e.message for e in memory]
+    record = sup.journal.records()[-1]
+    assert record.gpus and record.gpus[0]["name"] == "NVIDIA H100 80GB HBM3"
