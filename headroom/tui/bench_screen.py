@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import DataTable, ProgressBar, Static
 
 from headroom.supervisor.bench import BenchConfig, BenchError, BenchProgress, BenchResult, run_bench
+from headroom.supervisor.bench_journal import record_bench
 from headroom.supervisor.bench_report import NA, column_cells, fmt, latency_series
 from headroom.supervisor.bench_stats import StepResult
 
@@ -83,7 +84,8 @@ def default_config(url: str) -> BenchConfig:
 class BenchPanel(VerticalScroll):
     """Runs `headroom bench` against the watched server and shows it as it goes.
 
-    Keys: s start (or run again), x stop. Without a server URL it says why it cannot run.
+    Keys: s start (or run again), x stop, j save the result to the run journal (on the run
+    of the server under test). Without a server URL it says why it cannot run.
     """
 
     DEFAULT_CSS = """
@@ -101,6 +103,7 @@ class BenchPanel(VerticalScroll):
     BINDINGS = [
         Binding("s", "start", "Start bench"),
         Binding("x", "stop", "Stop bench"),
+        Binding("j", "journal", "Save to journal"),
     ]
 
     class Progressed(Message):
@@ -113,6 +116,13 @@ class BenchPanel(VerticalScroll):
         def can_replace(self, message: Message) -> bool:
             # Ticks are frequent; only the newest matters unless a step just completed.
             return isinstance(message, BenchPanel.Progressed) and message.progress.last_step is None
+
+    class Journaled(Message):
+        """The result was written to the run journal (or why not)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
 
     class Finished(Message):
         """The ramp ended: a result, or why there is none."""
@@ -160,7 +170,7 @@ class BenchPanel(VerticalScroll):
         )
         return (
             f"{cfg.base_url}  ramp {','.join(map(str, cfg.ramp))}  {hold} per step  "
-            f"mix {cfg.distribution.name}  (s start, x stop)"
+            f"mix {cfg.distribution.name}  (s start, x stop, j save)"
         )
 
     def _idle_text(self) -> str:
@@ -198,6 +208,24 @@ class BenchPanel(VerticalScroll):
             self.post_message(self.Finished(None, f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(self.Finished(result, None))
+
+    def action_journal(self) -> None:
+        if self.result is None or self.running:
+            self.query_one("#bench-status", Static).update("nothing to save yet: run the ramp")
+            return
+        self._save(self.result)
+
+    @work(thread=True, exclusive=True, group="bench-journal", exit_on_error=False)
+    def _save(self, result: BenchResult) -> None:
+        # File locking and fsync: off the event loop.
+        try:
+            text = record_bench(result)
+        except Exception as exc:
+            text = f"[$error]could not save: {_escape(str(exc))}[/]"
+        self.post_message(self.Journaled(text))
+
+    def on_bench_panel_journaled(self, message: Journaled) -> None:
+        self.query_one("#bench-status", Static).update(message.text)
 
     def _relay(self, progress: BenchProgress) -> None:
         self.post_message(self.Progressed(progress))

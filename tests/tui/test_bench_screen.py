@@ -132,3 +132,26 @@ def test_plot_markup_uses_theme_variables_only() -> None:
     assert "$accent" in markup and "$primary" in markup
     assert "#" not in markup  # no hard-coded colours
     assert markup.count("\n") == 1 + 5 + 1  # title, 5 rows, axis, tick labels
+
+
+async def test_j_saves_the_result_to_the_journal(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HEADROOM_DATA_DIR", str(tmp_path))
+    steps = (_step(1, 100), _step(2, 200))
+    workload = {"model": "m", "url": "http://127.0.0.1:8000"}
+    result = BenchResult(workload, steps, find_knee(steps), 0.0, 1.0)
+    panel = BenchPanel(url="http://127.0.0.1:8000")
+    async with Host(panel).run_test() as pilot:
+        panel.focus()
+        await pilot.press("j")
+        assert "nothing to save" in _text(panel.query_one("#bench-status"))
+        panel.show_result(result)
+        await pilot.press("j")
+        for _ in range(50):
+            await asyncio.sleep(0.05)
+            if "recorded as run" in _text(panel.query_one("#bench-status")):
+                break
+        assert "recorded as run" in _text(panel.query_one("#bench-status"))
+    from headroom.supervisor.journal import Journal
+
+    records = Journal(tmp_path / "runs.jsonl").records()
+    assert len(records) == 1 and records[0].bench["workload"]["model"] == "m"
