@@ -74,6 +74,8 @@ def serve(argv: list[str]) -> int:
         block_size=ns.block_size,
         num_gpu_blocks_override=ns.num_gpu_blocks_override,
         cudagraph_estimate=not log.old,
+        nnodes=ns.nnodes or 1,
+        ray=(ns.distributed_executor_backend == "ray"),
     )
     plan = plan_startup(model, settings, machine)
     printer = StartupPrinter(

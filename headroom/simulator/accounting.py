@@ -49,6 +49,8 @@ class EngineSettings:
     block_size: int | None = None
     num_gpu_blocks_override: int | None = None
     cudagraph_estimate: bool = True  # False before vLLM 0.21 (older log format)
+    nnodes: int = 1  # --nnodes (multiprocessing across nodes)
+    ray: bool = False  # --distributed-executor-backend ray
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,9 @@ def plan_startup(model: SimModel, settings: EngineSettings, machine: Machine) ->
         )
     if model.num_heads % s.tp:
         return plan(failure=Failure("heads_not_divisible", {"heads": model.num_heads, "tp": s.tp}))
-    if world > machine.total_gpus or (machine.nodes == 1 and world > machine.gpus_per_node):
+    # Beyond one node vLLM needs ray or --nnodes, and the other nodes must exist.
+    nodes_usable = min(machine.nodes, machine.nodes if s.ray else s.nnodes)
+    if world > machine.gpus_per_node * max(1, nodes_usable):
         return plan(
             failure=Failure(
                 "world_size_too_large", {"world_size": world, "gpus": machine.gpus_per_node}

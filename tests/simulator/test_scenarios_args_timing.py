@@ -155,3 +155,16 @@ def test_pp_bubble_at_low_concurrency() -> None:
     per_seq_one = t.step_s(0, 1, 1000)
     per_seq_many = t.step_s(0, 8, 8000) / 8
     assert per_seq_one > 4 * per_seq_many
+
+
+def test_tp_across_nodes_needs_nnodes_and_is_slow() -> None:
+    sc = load_scenario("tp-across-nodes")
+    model = load_model(sc.model)
+    alone = plan_startup(model, EngineSettings(tp=8, max_model_len=8192), sc.machine)
+    assert alone.failure.kind == "world_size_too_large"  # no --nnodes, no ray
+    slow = _plan_for(sc, with_fix=False)
+    fast = _plan_for(sc, with_fix=True)
+    assert slow.ok and fast.ok
+    t_slow, t_fast = StepTimer.for_plan(slow, sc.machine), StepTimer.for_plan(fast, sc.machine)
+    assert t_slow.tp_link_code == "NET" and t_fast.tp_link_code.startswith("NV")
+    assert t_slow.step_s(0, 32, 32_000) > 2 * t_fast.step_s(0, 32, 32_000)
