@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -239,7 +239,7 @@ class _Runner:
         return {
             "model": served.id,
             "max_model_len": served.max_model_len,
-            "url": cfg.base_url,
+            "url": public_url(cfg.base_url),
             "endpoint": cfg.endpoint,
             "distribution": dist.describe(),
             "ramp": list(cfg.ramp),
@@ -370,6 +370,14 @@ class _Runner:
                 tuple(self.steps),
             )
         )
+
+
+def public_url(url: str) -> str:
+    """The URL without user:password@ (never recorded or journaled)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def with_label(config: BenchConfig, label: str | None) -> BenchConfig:

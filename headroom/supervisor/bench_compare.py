@@ -78,7 +78,11 @@ def _key(workload: Mapping) -> dict[str, object]:
     dist = workload.get("distribution") or {}
     return {
         "model": workload.get("model"),
-        "distribution": dist.get("fingerprint") or dist.get("name"),
+        # Clamping to a smaller max_model_len changes the traffic, so it is part of the key.
+        "distribution": (
+            dist.get("fingerprint") or dist.get("name"),
+            dist.get("clamped_to_tokens"),
+        ),
         "ramp": tuple(workload.get("ramp") or ()),
         "hold": (workload.get("step_duration_s"), workload.get("step_requests")),
         "endpoint": workload.get("endpoint"),

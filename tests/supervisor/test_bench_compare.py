@@ -174,3 +174,15 @@ def test_result_json_round_trip() -> None:
     data = _bench([100, 200, 400, 450])
     again = BenchResult.from_json(data).to_json()
     assert again == data
+
+
+def test_clamped_distribution_is_not_the_same_traffic() -> None:
+    clamped = _bench([1, 2, 3, 4])
+    clamped["workload"]["distribution"]["clamped_to_tokens"] = 1024
+    rows = compare_runs(
+        [
+            _record("tp1", [], _bench([100, 200, 400, 450]), 1),
+            _record("small", ["-tp", "2"], clamped, 2),
+        ]
+    )
+    assert "different request distribution" in rows[1].notes[0]

@@ -170,3 +170,10 @@ async def test_clamps_to_the_servers_max_model_len() -> None:
         result = await run_bench(cfg(srv.url, ramp=(1,), step_duration_s=0.3))
     assert all(b["max_tokens"] <= 30 for b in srv.bodies)
     assert result.workload["distribution"]["clamped_to_tokens"] == 30
+
+
+def test_credentials_in_the_url_are_never_recorded() -> None:
+    from headroom.supervisor.bench import public_url
+
+    assert public_url("http://user:pw@gpu1:8000") == "http://gpu1:8000"
+    assert public_url("http://gpu1:8000") == "http://gpu1:8000"
