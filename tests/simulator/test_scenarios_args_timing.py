@@ -27,6 +27,7 @@ def _plan_for(scenario, with_fix: bool):
         max_model_len=ns.max_model_len,
         max_num_seqs=ns.max_num_seqs,
         kv_cache_memory_bytes=ns.kv_cache_memory_bytes,
+        nnodes=ns.nnodes or 1,
     )
     return plan_startup(load_model(ns.model), settings, scenario.machine)
 
