@@ -64,6 +64,9 @@ class StartupFacts:
     tensor_parallel_size: int | None = None  # from the engine config line
     last_stats: Mapping[str, object] | None = None  # fields of the latest periodic stats line
     warnings: tuple[LogEvent, ...] = ()  # warning events, deduplicated, in order
+    nccl_paths: tuple[
+        str, ...
+    ] = ()  # NCCL transports seen (NCCL_DEBUG=INFO): p2p, shm, net_socket, net_ib
 
 
 class LogDigest:
@@ -158,6 +161,10 @@ class LogDigest:
             facts["last_stats"] = dict(f)
         elif kind in ("engine_dead", "engine_core_failed"):
             facts["engine_dead"] = True
+        elif kind == "nccl_transport":
+            paths = facts.setdefault("nccl_paths", ())
+            if f.get("path") not in paths:  # type: ignore[operator]
+                facts["nccl_paths"] = (*paths, f.get("path"))  # type: ignore[misc]
         if event.severity == "error":
             self._seen_failures.setdefault(_identity(event), event)
         elif event.severity == "warning":

@@ -181,3 +181,20 @@ def config_error_fields(match: re.Match[str]) -> dict[str, object]:
 
 def unrecognized_fields(match: re.Match[str]) -> dict[str, object]:
     return {"args": match.group("args").split()}
+
+
+_TRANSPORT_CLASS = {"P2P": "p2p", "SHM": "shm", "direct shared memory": "shm",
+                    "NET/Socket": "net_socket", "NET/IB": "net_ib"}  # fmt: skip
+
+
+def nccl_transport_fields(match: re.Match[str]) -> dict[str, object]:
+    transport = match.group("transport")
+    prefix = transport.split("/")[0] if transport.startswith(("P2P", "SHM")) else transport
+    return {
+        "channel": int(match.group("channel")),
+        "src": int(match.group("src")),
+        "dst": int(match.group("dst")),
+        "direction": match.group("direction"),
+        "transport": transport + (match.group("detail") or ""),
+        "path": _TRANSPORT_CLASS.get(prefix, "other"),  # p2p | shm | net_socket | net_ib
+    }

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from headroom.probes.vllm_log_fields import (
     config_error_fields,
     engine_config_fields,
+    nccl_transport_fields,
     non_default_args_fields,
     num,
     oom_fields,
@@ -212,6 +213,13 @@ RULES: tuple[_Rule, ...] = (
     _rule("nccl_error", "error", ("NCCL error", "NCCL Error", "unhandled system error", "unhandled cuda error"),
           r"(?:NCCL [Ee]rror:? (?P<reason>[^(]+?)(?: \(run with|\s*$)|(?P<reason2>unhandled (?:system|cuda) error))",
           lambda m: {"reason": (m.group("reason") or m.group("reason2") or "").strip()}),
+    # NCCL_DEBUG=INFO: which transport each ring/channel uses (SHM or sockets inside one node
+    # means no P2P/NVLink for that pair: tensor parallelism will be slow there).
+    _rule("nccl_transport", "info", "NCCL INFO",
+          r"(?:Channel|Ring) (?P<channel>\d+)(?:/\d+)? : (?P<src>\d+)\[\w+\] -> (?P<dst>\d+)\[\w+\]"
+          r"(?: \[(?P<direction>send|receive)\])? via (?P<transport>P2P/CUMEM|P2P/IPC|P2P/direct pointer"
+          r"|SHM/direct/direct|SHM|direct shared memory|NET/Socket|NET/IB)(?P<detail>/\S+)?", nccl_transport_fields),
+    _rule("nccl_no_ib", "warning", "NET/IB : No device found"),
     _rule("nccl_warn", "warning", "NCCL WARN", r"NCCL WARN (?P<message>.*)$"),
     _rule("custom_allreduce_disabled", "warning", ("Custom allreduce is disabled", "CustomAllreduce is disabled",
                                                    "CustomAllReduceV2 is disabled"),

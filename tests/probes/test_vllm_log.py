@@ -307,3 +307,29 @@ def test_slow_start_hang_hint_is_a_warning_not_a_failure():
     assert facts.failures == () and facts.ready
     assert [w.kind for w in facts.warnings] == ["shm_broadcast_wait"]
     assert facts.warnings[0].fields == {"waited_s": 60.0}
+
+
+@pytest.mark.parametrize(
+    ("name", "paths"),
+    [
+        ("p2p-cumem-channels-4gpu.log", ("p2p",)),
+        ("p2p-direct-pointer-and-net-ib.log", ("p2p", "net_ib")),
+        ("p2p-ipc-read-and-net-socket-2node.log", ("p2p", "net_socket")),
+        ("shm-direct-and-net-socket-channels.log", ("net_socket", "shm")),
+        ("legacy-direct-shared-memory-posix-fallocate.log", ("shm",)),
+    ],
+)
+def test_nccl_transports(name, paths):
+    digest = _digest("nccl", name)
+    assert digest.facts().nccl_paths == paths
+    first = digest.of_kind("nccl_transport")[0]
+    assert first.severity == "info" and isinstance(first.fields["src"], int)
+
+
+def test_nccl_transport_fields():
+    line = "swat1-04:2017630:2017699 [5] NCCL INFO Channel 03/0 : 5[5] -> 12[4] [send] via NET/IB/3"
+    event = classify_line(line)
+    assert event.kind == "nccl_transport"
+    assert event.fields == {"channel": 3, "src": 5, "dst": 12, "direction": "send",
+                            "transport": "NET/IB/3", "path": "net_ib"}  # fmt: skip
+    assert classify_line("x:1:2 [0] NCCL INFO NET/IB : No device found.").kind == "nccl_no_ib"
