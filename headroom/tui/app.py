@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sys
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
@@ -399,12 +400,30 @@ class HeadroomApp(App[int]):
             pass
 
 
+def _theme_or_message(theme: str | None, command: str) -> str | None:
+    """None when `theme` is usable; else prints why (with the choices) and returns it."""
+    try:
+        resolve_theme_name(theme)
+    except ValueError as exc:
+        print(f"headroom {command}: {exc}", file=sys.stderr)
+        return str(exc)
+    return None
+
+
 def run_attach(
-    url: str, interval: float = 1.0, theme: str | None = None, log_from: Any = None
+    url: str,
+    interval: float = 1.0,
+    theme: str | None = None,
+    log_from: Any = None,
+    log_cmd: list[str] | None = None,
 ) -> int:
     """`headroom attach URL`: the dashboard for a server Headroom does not manage.
-    `log_from` is a path to the server's log file, followed for the Logs screen and doctor."""
-    sources = LiveSources(url, log_path=str(log_from) if log_from else None)
+    `log_from`: the server's log file; `log_cmd`: a command whose output is the log (e.g.
+    `["docker", "logs", "-f", "vllm"]`, run without a shell). Either feeds the Logs screen
+    and the doctor."""
+    if _theme_or_message(theme, "attach"):
+        return 2
+    sources = LiveSources(url, log_path=str(log_from) if log_from else None, log_cmd=log_cmd)
     app = HeadroomApp(sources, interval=interval, theme=theme)
     result = app.run()
     return int(result or 0)
@@ -417,6 +436,8 @@ def run_serve(
     server inside the app's event loop (or only starts watching a re-adopted one). On quit it
     asks whether to stop the server or leave it running; with `stop_on_exit` it just stops it
     (the demo's simulated server has no reason to outlive the demo)."""
+    if _theme_or_message(theme, "serve"):
+        return 2
     sources = LiveSources(supervisor=supervisor, stop_on_exit=stop_on_exit)
     app = HeadroomApp(sources, interval=interval, theme=theme)
     result = app.run()

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from headroom.tui.log_tail import FileTail
+from headroom.tui.log_tail import CommandTail, FileTail
 from headroom.tui.store import ServerInfo, Store
 
 ProgressCallback = Callable[[str, str, str | None], None]
@@ -121,6 +121,7 @@ class LiveSources(DataSources):
         url: str | None = None,
         *,
         log_path: str | None = None,
+        log_cmd: list[str] | None = None,
         supervisor: Any = None,
         window_s: float = 60.0,
         stop_on_exit: bool = False,
@@ -136,7 +137,9 @@ class LiveSources(DataSources):
                 f"GPUs not local: the server runs on {host}; this machine's GPUs are not its GPUs"
             )
         self.can_restart = supervisor is not None
-        self.has_logs = supervisor is not None or bool(log_path)
+        self.has_logs = supervisor is not None or bool(log_path) or bool(log_cmd)
+        self._command_tail: CommandTail | None = CommandTail(log_cmd) if log_cmd else None
+        self._command_end_reported = False
         self._log_path = log_path
         self._tail: FileTail | None = FileTail(log_path) if log_path else None
         self._digest: Any = None
@@ -170,6 +173,8 @@ class LiveSources(DataSources):
         return ServerInfo(url=self.url, model=model, command=command, supervised=sup is not None)
 
     async def start(self) -> None:
+        if self._command_tail is not None:
+            await self._command_tail.start()
         sup = self.supervisor
         if sup is not None and hasattr(sup, "start"):
             process = getattr(sup, "process", None)
@@ -252,6 +257,14 @@ class LiveSources(DataSources):
                 self._log_subscribed = True
             lines, self._supervisor_lines[:] = list(self._supervisor_lines), []
             return lines
+        if self._command_tail is not None:
+            lines = self._command_tail.read_new()
+            if lines:
+                self._feed_digest(lines)
+            elif self._command_tail.ended and not self._command_end_reported:
+                self._command_end_reported = True
+                raise RuntimeError(self._command_tail.ended)  # shown on the Logs screen
+            return lines
         if self._tail is None and sup is not None:
             path = getattr(sup, "log_path", None)
             if path:
@@ -317,6 +330,8 @@ class LiveSources(DataSources):
         await self.supervisor.detach()
 
     async def close(self) -> None:
+        if self._command_tail is not None:
+            await self._command_tail.stop()
         if self._nvml_probe is not None and hasattr(self._nvml_probe, "close"):
             self._nvml_probe.close()
         probe = self._metrics_probe

@@ -53,3 +53,37 @@ def test_nccl_filter_matches_nccl_lines():
     line = "node:1:1 [0] NCCL INFO Channel 00/02 : 0 1"
     assert matches_filter(classify(line, 1), "nccl")
     assert not matches_filter(classify("(APIServer pid=2) INFO 11-29 [x.py:1] fine", 2), "nccl")
+
+
+async def test_command_tail_follows_output_without_a_shell(tmp_path):
+    import asyncio
+    import sys
+
+    from headroom.tui.log_tail import CommandTail
+
+    tail = CommandTail([sys.executable, "-c", "print('one'); print('two; echo not-a-shell')"])
+    await tail.start()
+    for _ in range(100):
+        if tail.ended:
+            break
+        await asyncio.sleep(0.05)
+    assert tail.read_new() == ["one", "two; echo not-a-shell"]
+    assert "status 0" in tail.ended
+    await tail.stop()
+
+
+async def test_command_tail_missing_program_says_why():
+    from headroom.tui.log_tail import CommandTail
+
+    tail = CommandTail(["/nonexistent/headroom-log-cmd"])
+    await tail.start()
+    assert tail.ended and "could not run" in tail.ended
+    assert tail.read_new() == []
+    await tail.stop()
+
+
+def test_run_attach_bad_theme_is_a_message(capsys):
+    from headroom.tui.app import run_attach
+
+    assert run_attach("http://127.0.0.1:9", theme="neon") == 2
+    assert "unknown theme" in capsys.readouterr().err
