@@ -35,10 +35,20 @@ class VllmLog:
         return self.fmt == "0.10"
 
     def proc(self, role: str) -> str:
+        """Process names: `role` is "api", "engine" or "worker:PP:TP:PPSIZE:TPSIZE"."""
         if role == "engine":
             return "EngineCore_0" if self.old else "EngineCore"
         if role.startswith("worker"):
-            return "VllmWorker rank=0" if self.old else "Worker"
+            _, pp, tp, pp_size, tp_size = (role.split(":") + ["0", "0", "1", "1"])[:5]
+            if self.old:
+                return f"VllmWorker rank={int(pp) * int(tp_size) + int(tp)}"
+            # vLLM appends _PP{r} / _TP{r} for each parallel dimension larger than one.
+            name = "Worker"
+            if int(pp_size) > 1:
+                name += f"_PP{pp}"
+            if int(tp_size) > 1:
+                name += f"_TP{tp}"
+            return name
         return "APIServer"
 
     def emit(self, role: str, level: str, where: str, message: str) -> None:

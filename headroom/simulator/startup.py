@@ -131,13 +131,19 @@ class StartupPrinter:
     def engine(self, where: str, msg: str, level: str = "INFO") -> None:
         self.log.emit("engine", level, where, msg)
 
-    def worker(self, where: str, msg: str, level: str = "INFO") -> None:
-        self.log.emit(
-            "worker" if self.plan.settings.tp * self.plan.settings.pp > 1 else "engine",
-            level,
-            where,
-            msg,
-        )
+    def worker(
+        self, where: str, msg: str, level: str = "INFO", pp_rank: int = 0, tp_rank: int = 0
+    ) -> None:
+        """A worker's line; with one GPU the engine process does the worker's job ("uni")."""
+        s = self.plan.settings
+        role = "engine" if s.tp * s.pp == 1 else f"worker:{pp_rank}:{tp_rank}:{s.pp}:{s.tp}"
+        self.log.emit(role, level, where, msg)
+
+    def each_worker(self, where: str, message_for) -> None:
+        """Lines every worker prints once (weights, KV budget), rank by rank."""
+        for w in self.plan.workers:
+            for tp_rank in range(self.plan.settings.tp):
+                self.worker(where, message_for(w), pp_rank=w.pp_rank, tp_rank=tp_rank)
 
     def config_lines(self) -> None:
         p = self.plan
@@ -207,8 +213,9 @@ class StartupPrinter:
         load_s = max(0.05, w0.weights_bytes / 2.5e9)
         self.sleep(load_s)
         self.worker("default_loader.py:501", f"Loading weights took {load_s:.2f} seconds")
-        self.worker(
-            "gpu_model_runner.py:5088", self.log.weights_loaded(w0.weights_bytes, load_s + 0.4)
+        self.each_worker(
+            "gpu_model_runner.py:5088",
+            lambda w: self.log.weights_loaded(w.weights_bytes, load_s + 0.4),
         )
         self.sleep(2.0)
         self.on_phase("profiling")
@@ -294,7 +301,7 @@ class StartupPrinter:
                     "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0."
                 ),
             )
-        self.worker("gpu_worker.py:772", self.log.kv_available(w.available_kv_bytes))
+        self.each_worker("gpu_worker.py:772", lambda w: self.log.kv_available(w.available_kv_bytes))
 
     def _summary_line(self) -> None:
         p, s = self.plan, self.plan.settings
