@@ -35,6 +35,8 @@ _FRONTEND = [
     ("api-server-count", "int"),
     ("h11-max-incomplete-event-size", "int"),
     ("h11-max-header-count", "int"),
+    ("allowed-local-media-path", "str"),
+    ("config", "str"),
     ("shutdown-timeout", "int"),
 ]
 _FRONTEND_BOOL = [
@@ -50,6 +52,7 @@ _FRONTEND_BOOL = [
     "enable-tokenizer-info-endpoint",
     "enable-log-outputs",
     "enable-log-requests",
+    "return-tokens-as-token-ids",
     "disable-log-requests",
 ]
 _ENGINE = [
@@ -140,10 +143,12 @@ _ENGINE = [
     ("custom-histogram-buckets", "json"),
     ("worker-cls", "str"),
     ("worker-extension-cls", "str"),
-    ("enable-expert-parallel-size", "int"),
+    ("eplb-config", "json"),
+    ("data-parallel-start-rank", "int"),
+    ("max-long-partial-prefills", "int"),
+    ("mm-encoder-tp-mode", "str"),
     ("max-cudagraph-capture-size", "int"),
     ("cuda-graph-sizes", "list"),
-    ("async-scheduling-mode", "str"),
 ]
 _ENGINE_BOOL = [
     "skip-tokenizer-init",
@@ -173,7 +178,6 @@ _ENGINE_BOOL = [
     "enable-logging-iteration-details",
     "async-scheduling",
     "disable-hybrid-kv-cache-manager",
-    "calculate-kv-scales",
     "headless",
     "data-parallel-hybrid-lb",
     "data-parallel-external-lb",
