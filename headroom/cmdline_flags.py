@@ -21,6 +21,7 @@ Row format: ``KIND TYPE OPTION [ALIASES...]``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -404,11 +405,23 @@ FLAGS_BY_OPTION, FLAGS_BY_DEST = _build()
 
 
 def lookup_option(option: str) -> FlagSpec | None:
-    """The spec for an option string as typed (``--max_model_len`` and ``-tp`` work too)."""
+    """The spec for an option string as typed (``--max_model_len`` and ``-tp`` work too).
+
+    Like argparse (vLLM does not turn abbreviations off), an unambiguous prefix of a long
+    option names it: vLLM's own start-up summary suggests ``--kv-cache-memory=N``, which is
+    ``--kv-cache-memory-bytes``. An ambiguous prefix names nothing.
+    """
     spec = FLAGS_BY_OPTION.get(option)
-    if spec is None and option.startswith("--"):
-        spec = FLAGS_BY_OPTION.get("--" + option[2:].replace("_", "-"))
+    if spec is None and option.startswith("--") and len(option) > 2:
+        long = "--" + option[2:].replace("_", "-")
+        spec = FLAGS_BY_OPTION.get(long) or _by_prefix(long)
     return spec
+
+
+@lru_cache(maxsize=1024)
+def _by_prefix(long: str) -> FlagSpec | None:
+    found = {spec.dest: spec for name, spec in FLAGS_BY_OPTION.items() if name.startswith(long)}
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 def lookup_dest(name: str) -> FlagSpec | None:

@@ -355,3 +355,17 @@ def test_hand_built_command_renders():
     cmd = VllmCommand(launcher=("vllm", "serve"), model="m", tokens=("--port", "1"))
     assert render(cmd) == ["vllm", "serve", "m", "--port", "1"]
     assert cmd.engine_args() == {"port": 1, "model": "m"}
+
+
+def test_unambiguous_abbreviations_like_argparse():
+    # vLLM's own memory summary suggests `--kv-cache-memory=N` (a prefix of -bytes)
+    cmd = parse_command(
+        ["vllm", "serve", "m", "--kv-cache-memory=10G", "--enforce", "--max-num", "3"]
+    )
+    assert cmd.get("kv_cache_memory_bytes") == 10 * 2**30
+    assert cmd.get("enforce_eager") is True
+    assert (
+        cmd.get("max_num") == 3
+    )  # ambiguous (--max-num-seqs, --max-num-batched-tokens...): unknown
+    changed = apply_changes(cmd, {"kv_cache_memory_bytes": 2**30})
+    assert render(changed)[3] == "--kv-cache-memory=1073741824"  # changed where it stands

@@ -58,7 +58,8 @@ CASES = [
      '{"image": 2}', "--max_model_len", "2048", "--max-model-len", "4096", "--cpu-offload-gb", "1.5",
      "--no-enforce-eager", "--max-num-batched-tokens", "1.5k"],
     ["vllm", "serve", MODEL, "--compilation-config", '{"cudagraph_capture_sizes": [1, 2, 4]}',
-     "--disable-custom-all-reduce", "--trust-remote-code", "--dtype", "bfloat16", "-q", "fp8"],
+     "--disable-custom-all-reduce", "--trust-remote-code", "--dtype", "bfloat16", "-q", "fp8",
+     "--kv-cache-memory=1073741824", "--enforce"],  # argparse abbreviations
 ]  # fmt: skip
 
 
