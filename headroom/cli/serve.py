@@ -164,6 +164,10 @@ def main(argv: list[str]) -> int:
             print(f"headroom serve: {exc}", file=sys.stderr)
             return EXIT_USAGE
 
+    if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print("headroom serve: no terminal; running headless (--headless)", file=sys.stderr)
+        args.headless = True
+        sup.on_event = printer
     if not args.headless:
         code = _run_tui(sup, args, already_running)
         if code is not None:

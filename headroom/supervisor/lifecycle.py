@@ -15,6 +15,9 @@ from headroom.supervisor import statefile
 from headroom.supervisor.run_stats import gpus_from_snapshot, model_shape_dict, topology_summary
 from headroom.supervisor.states import ServerState
 
+# A server that serves this long after a crash restart gets its crash budget back.
+CRASH_BUDGET_RESET_S = 600.0
+
 if TYPE_CHECKING:
     from headroom.supervisor.journal import RunRecord
     from headroom.supervisor.supervisor import Supervisor
@@ -205,7 +208,9 @@ async def watch_tick(sup: Supervisor, client: httpx.AsyncClient) -> bool:
             sup.last_good = sup.command
             sup.last_good_env = dict(sup.env)
             sup.last_good_start_s = sup.time_to_ready_s
-            sup.crash_count = 0 if sup._run_reason != "crash restart" else sup.crash_count
+            if sup._run_reason != "crash restart":
+                sup.crash_count = 0  # a deliberate start begins a fresh crash budget
+            sup._ready_at = now
             facts = _facts(sup)
             if sup.adopted:
                 sup.set_state(ServerState.READY, "/health answers (re-adopted server)")
@@ -237,6 +242,8 @@ async def watch_tick(sup: Supervisor, client: httpx.AsyncClient) -> bool:
         return True
     if healthy:
         sup._health_failures = 0
+        if sup.crash_count and now - getattr(sup, "_ready_at", now) > CRASH_BUDGET_RESET_S:
+            sup.crash_count = 0  # served well for a while: earlier crashes were not a loop
         if sup.state == ServerState.DEGRADED:
             sup.set_state(ServerState.READY, "/health answers again")
     else:

@@ -185,3 +185,43 @@ def test_auto_fix_applies_one_knob_per_restart_until_ready(tmp_path):
     assert all(r.outcome == "failed" for r in records[:-1])
     assert all(r.trigger and r.trigger.startswith("auto-fix") for r in records[1:])
     assert records[0].reason and "estimated maximum model length" in records[0].reason
+
+
+def _fake_tui(detach: bool):
+    """A run_serve stand-in: starts the server in its own event loop (as Textual's app.run()
+    does), optionally detaches, and returns without stopping it."""
+
+    def run_serve(supervisor, interval: float = 1.0, theme=None, **_):
+        import asyncio
+
+        async def session():
+            await supervisor.start()
+            assert await supervisor.wait_ready(timeout_s=30)
+            if detach:
+                await supervisor.detach()
+
+        asyncio.run(session())
+        run_serve.pid = supervisor.pid
+        return 0
+
+    return run_serve
+
+
+@pytest.mark.parametrize("detach", [False, True])
+def test_tui_session_end_stops_the_server_unless_detached(tmp_path, monkeypatch, detach):
+    import headroom.tui.app as tui_app
+    from headroom.cli import serve
+
+    monkeypatch.setenv("HEADROOM_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HEADROOM_CONFIG", str(tmp_path / "none.toml"))
+    fake = _fake_tui(detach)
+    monkeypatch.setattr(tui_app, "run_serve", fake)
+    monkeypatch.setattr(serve.sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(serve.sys.stdout, "isatty", lambda: True, raising=False)
+    port = _free_port()
+    assert serve.main(["--launcher", TEMPLATE, "tiny", "--port", str(port)]) == 0
+    try:
+        assert _gone(fake.pid) is not detach
+    finally:
+        if not _gone(fake.pid):
+            os.killpg(fake.pid, signal.SIGKILL)
