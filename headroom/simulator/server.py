@@ -48,6 +48,14 @@ def natural_length(seed_text: str, cap: int) -> int:
     return max(1, min(cap, 16 + digest[0] % 241))
 
 
+# With --disable-log-stats vLLM registers no vllm: metrics; /metrics keeps Python's own.
+PROCESS_ONLY = (
+    "# HELP python_info Python platform information\n# TYPE python_info gauge\n"
+    'python_info{implementation="CPython",major="3",minor="11",patchlevel="0",'
+    'version="3.11.0"} 1.0\n'
+)
+
+
 class SimServer:
     """Serves one Runtime; `start()` binds, `close()` stops."""
 
@@ -107,7 +115,7 @@ class SimServer:
                 keep = headers.get("connection", "").lower() != "close"
                 path = target.split("?", 1)[0]
                 status = await self._route(method, path, headers, body, writer, keep)
-                if self.access_log and path != "/metrics":
+                if self.access_log:  # uvicorn logs /metrics polls too
                     print(
                         f'INFO:     {peer[0]}:{peer[1]} - "{method} {path} HTTP/1.1" '
                         f"{status} {REASONS.get(status, '')}",
@@ -156,7 +164,7 @@ class SimServer:
             return await self._send(
                 writer,
                 200,
-                self.runtime.metrics.render(),
+                self.runtime.metrics.render() if self.runtime.log_stats else PROCESS_ONLY,
                 keep,
                 "text/plain; version=0.0.4; charset=utf-8",
             )
