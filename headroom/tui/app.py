@@ -81,6 +81,8 @@ class HeadroomApp(App[int]):
         return dict(THEMES[DEFAULT_THEME].variables)
 
     def on_mount(self) -> None:
+        # Table cells carry colours resolved from the theme: redraw them when it changes.
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._redraw("theme"))
         self.switch_mode(self._start_screen)
         self._start_loops()
 

@@ -42,6 +42,8 @@ class HeadroomScreen(Screen):
 
     def show(self, store: Store, what: str) -> None:
         """Redraw from the store. `what` names the probe that changed ("all" on resume)."""
+        if what == "theme":
+            what = "all"
         if what in {"all", "metrics", "server"}:
             self.query_one(StatusBar).update_from(store, self.clock())
         self.show_body(store, what)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.text import Text
 from textual.app import App
 from textual.widgets import DataTable
 
@@ -20,7 +21,19 @@ def sync_rows(app: App, table: DataTable, rows: Mapping[str, Sequence[Any]]) -> 
             if key in table.rows:
                 current = table.get_row(key)
                 for column, old, new in zip(columns, current, cells, strict=False):
-                    if old != new:
+                    if not _same(old, new):
                         table.update_cell(key, column, new)
             else:
                 table.add_row(*cells, key=key)
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal cells, counting a Text's colour (so a theme switch recolours the table)."""
+    if isinstance(old, Text) or isinstance(new, Text):
+        return (
+            isinstance(old, Text)
+            and isinstance(new, Text)
+            and old.plain == new.plain
+            and str(old.style) == str(new.style)
+        )
+    return old == new
