@@ -94,9 +94,8 @@ async def run_headless(
                 await sup.start()
             except PreflightError:
                 return EXIT_USAGE  # each failure was printed as a preflight event
-            except LaunchError as exc:
-                printer.say("notice", str(exc), sup.state)
-                return EXIT_USAGE
+            except LaunchError:
+                return EXIT_USAGE  # the failed state event said why
         fixes_left = auto_fix
         while True:
             done = await _wait_quit_or_final(sup, quit_requested)

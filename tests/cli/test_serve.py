@@ -225,3 +225,36 @@ def test_tui_session_end_stops_the_server_unless_detached(tmp_path, monkeypatch,
     finally:
         if not _gone(fake.pid):
             os.killpg(fake.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_kill_9_of_headroom_leaves_the_server_to_be_readopted(tmp_path):
+    """An SSH drop: Headroom dies without a word; the server keeps serving in its own
+    session, and the next `headroom serve` finds it through the state file."""
+    port = _free_port()
+    proc = _serve(tmp_path, "--headless", "--json", "tiny", "--port", str(port))
+    pid = None
+    try:
+        events = _read_until(proc, lambda e: e.get("new") == "ready")
+        pid = next(e for e in events if e["kind"] == "launch")["pid"]
+        proc.kill()
+        proc.wait(timeout=10)
+        assert not _gone(pid)
+        again = _serve(tmp_path, "--headless", "--json", "--port", str(port))
+        try:
+            events = _read_until(again, lambda e: e.get("new") == "ready")
+            assert any("re-adopted pid" in e["message"] for e in events)
+            again.send_signal(signal.SIGTERM)
+            assert again.wait(timeout=30) == 0
+        finally:
+            if again.poll() is None:
+                again.kill()
+                again.wait()
+        assert _gone(pid)
+    finally:
+        if pid and not _gone(pid):
+            os.killpg(pid, signal.SIGKILL)
+    from headroom.supervisor.journal import Journal
+
+    (record,) = Journal(tmp_path / "data" / "runs.jsonl").records()
+    assert record.outcome == "stopped"
