@@ -64,9 +64,9 @@ class StartupFacts:
     tensor_parallel_size: int | None = None  # from the engine config line
     last_stats: Mapping[str, object] | None = None  # fields of the latest periodic stats line
     warnings: tuple[LogEvent, ...] = ()  # warning events, deduplicated, in order
-    nccl_paths: tuple[
-        str, ...
-    ] = ()  # NCCL transports seen (NCCL_DEBUG=INFO): p2p, shm, net_socket, net_ib
+    shut_down: bool = False  # the server logged a (graceful) shutdown
+    # NCCL transports seen (NCCL_DEBUG=INFO): p2p, shm, net_socket, net_ib
+    nccl_paths: tuple[str, ...] = ()
 
 
 class LogDigest:
@@ -157,6 +157,8 @@ class LogDigest:
             _set(facts, "server_url", f.get("url"))
         elif kind == "startup_complete":
             facts["ready"] = True
+        elif kind == "shutdown":
+            facts["shut_down"] = True
         elif kind == "stats":
             facts["last_stats"] = dict(f)
         elif kind in ("engine_dead", "engine_core_failed"):

@@ -167,6 +167,9 @@ RULES: tuple[_Rule, ...] = (
     _rule("server_starting", "info", ("Starting vLLM API server", "Starting vLLM server"),
           r"Starting vLLM (?:API )?server(?: \d+)? on (?P<url>\S+)"),
     _rule("startup_complete", "info", "Application startup complete"),
+    # A graceful stop (SIGTERM, or the API server leaving after its engine died).
+    _rule("shutdown", "info", ("shutdown triggered", "Application shutdown complete", "INFO:     Shutting down"),
+          r"(?:API server: shutdown triggered|Application shutdown complete|^INFO:\s+Shutting down)"),
     _rule("stats", "info", "Avg prompt throughput:", r"Avg prompt throughput", stats_fields),
     _rule("preemption", "warning", "is preempted by PreemptionMode",
           r"Sequence group (?P<group>\S+) is preempted by PreemptionMode\.(?P<mode>\w+).*?"

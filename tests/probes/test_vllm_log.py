@@ -46,7 +46,7 @@ def test_startup_ok():
     assert facts.kv_available_gib == 1.0  # "Explicitly set (1.0/9.96) GiB for KV cache"
     assert facts.device == "CPU"
     assert facts.server_url == "http://0.0.0.0:18000"
-    assert facts.ready and not facts.engine_dead
+    assert facts.ready and not facts.engine_dead and not facts.shut_down
     assert facts.failures == ()
 
 
@@ -89,7 +89,7 @@ def test_tp3_heads4():
 
 def test_engine_crash_head_dim_16():
     facts = _digest(CPU, "serve-engine-crash-head-dim-16.log").facts()
-    assert facts.ready and facts.engine_dead
+    assert facts.ready and facts.engine_dead and facts.shut_down
     root = facts.failures[0]
     assert root.kind == "exception"
     assert root.fields["type"] == "RuntimeError"
