@@ -137,13 +137,14 @@ class OpenAIClient:
             return True
         if not isinstance(chunk, dict):
             return True
-        if "error" in chunk:
+        if chunk.get("error"):
             err = chunk["error"]
             message = err.get("message") if isinstance(err, dict) else err
             result.error = f"stream error: {_short(str(message))}"
             return False
         now = time.monotonic()
-        for choice in chunk.get("choices") or ():
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
             if isinstance(choice, dict) and self._is_token(choice):
                 if result.first_token_at is None:
                     result.first_token_at = now
@@ -151,15 +152,17 @@ class OpenAIClient:
                 break
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            if isinstance(usage.get("completion_tokens"), int):
+            if _count(usage.get("completion_tokens")) is not None:
                 result.output_tokens = usage["completion_tokens"]
-            if isinstance(usage.get("prompt_tokens"), int):
+            if _count(usage.get("prompt_tokens")) is not None:
                 result.prompt_tokens = usage["prompt_tokens"]
         return True
 
     def _is_token(self, choice: dict) -> bool:
         if self.endpoint == "chat":
-            delta = choice.get("delta") or {}
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                return False
             # The first chat chunk carries only the role; it is not a token.
             return bool(delta.get("content")) or (
                 "role" not in delta and delta.get("content") is not None
@@ -167,6 +170,12 @@ class OpenAIClient:
         text = choice.get("text")
         # A closing chunk with empty text and a finish_reason carries no token.
         return text is not None and (text != "" or choice.get("finish_reason") is None)
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def _short(text: str, limit: int = 160) -> str:
