@@ -74,7 +74,8 @@ class Runtime:
         )
         self._wake = asyncio.Event()
         self._stopped = False
-        self._busy_wall = 0.0
+        self._busy_sim = 0.0  # simulated seconds spent running steps since the last tick
+        self._last_tick_sim = 0.0
         self._listeners: dict[int, Callable[[SimRequest, int, bool], None]] = {}
         self._last_stats = (time.monotonic(), 0.0, 0, 0, 0, 0, 0)
         self.topo_text = topo_m_text(machine)
@@ -132,9 +133,8 @@ class Runtime:
                 continue
             self.sim_time += result.duration
             ahead = self.sim_time / self.time_scale - (time.monotonic() - self._wall0)
-            started = time.monotonic()
             await asyncio.sleep(max(0.0, ahead))
-            self._busy_wall += time.monotonic() - started
+            self._busy_sim += result.duration
             self.engine.complete(result)
             self._record_step(result)
 
@@ -246,8 +246,10 @@ class Runtime:
                 e.prefix_hits,
             )
         if self.state_path:
-            busy_share = min(1.0, self._busy_wall / TICK_S) if e.has_work else 0.0
-            self._busy_wall = 0.0
+            # GPU utilisation: the share of simulated time the GPUs spent running steps.
+            span = self.sim_time - self._last_tick_sim
+            busy_share = min(1.0, self._busy_sim / span) if span > 0 else 0.0
+            self._busy_sim, self._last_tick_sim = 0.0, self.sim_time
             try:
                 write_state(
                     self.state_path,
