@@ -24,6 +24,7 @@ from headroom.supervisor.bench import BenchConfig, BenchError, BenchProgress, Be
 from headroom.supervisor.bench_journal import record_bench
 from headroom.supervisor.bench_report import NA, column_cells, fmt, latency_series
 from headroom.supervisor.bench_stats import StepResult
+from headroom.supervisor.bench_workload import BUILTIN_MIXES, builtin_distribution
 
 # (header, attribute, format kind): the columns that fit 80 columns.
 TABLE_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -84,7 +85,7 @@ def default_config(url: str) -> BenchConfig:
 class BenchPanel(VerticalScroll):
     """Runs `headroom bench` against the watched server and shows it as it goes.
 
-    Keys: s start (or run again), x stop, j save the result to the run journal (on the run
+    Keys: s start (or run again), x stop, m next request mix, j save the result to the run journal (on the run
     of the server under test). Without a server URL it says why it cannot run.
     """
 
@@ -104,6 +105,7 @@ class BenchPanel(VerticalScroll):
         Binding("s", "start", "Start bench"),
         Binding("x", "stop", "Stop bench"),
         Binding("j", "journal", "Save to journal"),
+        Binding("m", "next_mix", "Request mix"),
     ]
 
     class Progressed(Message):
@@ -170,7 +172,7 @@ class BenchPanel(VerticalScroll):
         )
         return (
             f"{cfg.base_url}  ramp {','.join(map(str, cfg.ramp))}  {hold} per step  "
-            f"mix {cfg.distribution.name}  (s start, x stop, j save)"
+            f"mix {cfg.distribution.name}  (s start, x stop, m mix, j save)"
         )
 
     def _idle_text(self) -> str:
@@ -179,7 +181,26 @@ class BenchPanel(VerticalScroll):
         return "[$text-muted]idle: press s to run the ramp[/]"
 
     # -- actions --------------------------------------------------------------------------
+    def _late_url(self) -> str | None:
+        """The watched server's URL when it was not known at mount (a server starting)."""
+        server = getattr(getattr(self.app, "store", None), "server", None)
+        url = getattr(server, "url", None)
+        return url if isinstance(url, str) and url else None
+
+    def action_next_mix(self) -> None:
+        """Cycle the built-in request mixes (chat -> long-document -> code)."""
+        if self.config is None or self.running:
+            return
+        names = list(BUILTIN_MIXES)
+        current = self.config.distribution.name
+        nxt = names[(names.index(current) + 1) % len(names)] if current in names else names[0]
+        self.config = replace(self.config, distribution=builtin_distribution(nxt))
+        self.query_one("#bench-head", Static).update(self._head_text())
+
     def action_start(self) -> None:
+        if self.config is None and (url := self._late_url()):
+            self.url, self.config = url, default_config(url)
+            self.query_one("#bench-head", Static).update(self._head_text())
         if self.config is None or self.running:
             return
         self.running = True
@@ -326,10 +347,6 @@ class BenchPanel(VerticalScroll):
 
 def _escape(text: str) -> str:
     return text.replace("[", r"\[")
-
-
-def with_ramp(config: BenchConfig, ramp: tuple[int, ...]) -> BenchConfig:
-    return replace(config, ramp=ramp)
 
 
 __all__ = ["BenchPanel", "NA", "default_config", "plot_markup"]

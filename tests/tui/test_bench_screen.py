@@ -155,3 +155,37 @@ async def test_j_saves_the_result_to_the_journal(tmp_path, monkeypatch) -> None:
 
     records = Journal(tmp_path / "runs.jsonl").records()
     assert len(records) == 1 and records[0].bench["workload"]["model"] == "m"
+
+
+async def test_m_cycles_the_request_mix() -> None:
+    panel = BenchPanel(url="http://127.0.0.1:8000")
+    async with Host(panel).run_test() as pilot:
+        panel.focus()
+        assert panel.config.distribution.name == "chat"
+        await pilot.press("m")
+        assert panel.config.distribution.name == "long-document"
+        assert "long-document" in _text(panel.query_one("#bench-head"))
+        await pilot.press("m", "m")
+        assert panel.config.distribution.name == "chat"
+
+
+async def test_url_known_only_later_is_picked_up_on_start() -> None:
+    class Server:
+        url = "http://127.0.0.1:9"
+
+    class Store:
+        server = Server()
+
+    panel = BenchPanel(url=None)
+    app = Host(panel)
+    app.store = Store()
+    async with app.run_test() as pilot:
+        panel.focus()
+        await pilot.press("s")
+        assert panel.config is not None and panel.config.url == "http://127.0.0.1:9"
+        for _ in range(50):
+            await asyncio.sleep(0.05)
+            if not panel.running:
+                break
+        await pilot.pause()
+        assert "cannot reach" in _text(panel.query_one("#bench-status"))
