@@ -39,6 +39,7 @@ def test_every_packaged_scenario_loads_and_its_model_exists() -> None:
     for sc in scenarios:
         assert load_model(sc.model)
         assert sc.env("/tmp/x.json")["HEADROOM_SIM_STATE"] == "/tmp/x.json"
+        assert _plan_for(sc, with_fix=True).ok, sc.name  # every story can end well
 
 
 def test_default_story_fails_then_starts_with_the_fix() -> None:
