@@ -143,10 +143,10 @@ async def _start_config(
 
 async def after_crash(sup: Supervisor, why: str, *, stop_first: bool = False) -> None:
     """A server that was serving died: journal it, then restart with back-off, up to a limit."""
-    from headroom.supervisor import lifecycle
+    from headroom.supervisor import ending
 
     sup.failure_kind = sup.failure_kind or "crash"
-    await lifecycle.finish_failed(sup, why, outcome="crashed")
+    await ending.finish_failed(sup, why, outcome="crashed")
     if sup.crash_count >= sup.max_crash_restarts or sup.detached:
         if sup.max_crash_restarts:
             sup.emit(

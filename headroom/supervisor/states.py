@@ -3,6 +3,7 @@ headless printer share with the supervisor."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -112,3 +113,37 @@ def _jsonable(value: object) -> object:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return str(value)
+
+
+# Environment variables that change how vLLM runs: kept, diffed and journaled.
+RELEVANT_ENV = re.compile(r"^(CUDA_VISIBLE_DEVICES|VLLM_\w+|NCCL_\w+|HF_\w+|PYTORCH_\w+|OMP_\w+)$")
+# Log events that end a start-up: vLLM exits (or hangs) after one of these.
+STARTUP_FAILURES = frozenset(
+    {
+        "cuda_oom",
+        "no_cache_memory",
+        "max_seq_len_exceeds_kv",
+        "free_memory_below_utilization",
+        "heads_not_divisible",
+        "kv_heads_not_divisible",
+        "world_size_too_large",
+        "pp_unsupported",
+        "unrecognized_arguments",
+        "config_error",
+        "engine_core_failed",
+        "nccl_error",
+        "shm_full",
+    }
+)
+# Log events that mean the engine died under a running API server. A watchdog / shm-broadcast
+# timeout is not here: on a loaded host it is a symptom of slowness, and /health judges it.
+ENGINE_DEATH = frozenset({"engine_dead", "engine_core_failed", "worker_died"})
+TERMINAL = frozenset({ServerState.STOPPED, ServerState.FAILED})
+
+
+class PreflightError(RuntimeError):
+    """A start was refused before launching; .failures holds each reason."""
+
+    def __init__(self, failures: tuple[str, ...]) -> None:
+        super().__init__("; ".join(failures))
+        self.failures = failures

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 import time
 from collections import deque
@@ -19,12 +18,8 @@ from pathlib import Path
 import httpx
 
 from headroom.cmdline import VllmCommand, redact_argv, redact_env
-
-try:
-    from headroom.probes.vllm_log import LogDigest
-except ImportError:  # the log reader has not landed in this tree yet: watch without it
-    from headroom.supervisor._null_digest import NullDigest as LogDigest
-from headroom.supervisor import lifecycle
+from headroom.probes.vllm_log import LogDigest
+from headroom.supervisor import ending, lifecycle
 from headroom.supervisor.journal import Journal, RunRecord, new_run_id
 from headroom.supervisor.launcher import LauncherConfig, build_argv, describe, resolve_template
 from headroom.supervisor.log_tail import FileTail
@@ -32,46 +27,22 @@ from headroom.supervisor.paths import data_dir as default_data_dir
 from headroom.supervisor.paths import logs_dir
 from headroom.supervisor.process import ManagedProcess
 from headroom.supervisor.run_stats import RunStats
-from headroom.supervisor.states import RestartOutcome, ServerState, SupervisorEvent
-
-# Environment variables that change how vLLM runs: kept, diffed and journaled.
-RELEVANT_ENV = re.compile(r"^(CUDA_VISIBLE_DEVICES|VLLM_\w+|NCCL_\w+|HF_\w+|PYTORCH_\w+|OMP_\w+)$")
-# Log events that end a start-up: vLLM exits (or hangs) after one of these.
-STARTUP_FAILURES = frozenset(
-    {
-        "cuda_oom",
-        "no_cache_memory",
-        "max_seq_len_exceeds_kv",
-        "free_memory_below_utilization",
-        "heads_not_divisible",
-        "kv_heads_not_divisible",
-        "world_size_too_large",
-        "pp_unsupported",
-        "unrecognized_arguments",
-        "config_error",
-        "engine_core_failed",
-        "nccl_error",
-        "shm_full",
-    }
+from headroom.supervisor.states import (  # noqa: F401 - re-exported for callers
+    ENGINE_DEATH,
+    RELEVANT_ENV,
+    STARTUP_FAILURES,
+    TERMINAL,
+    PreflightError,
+    RestartOutcome,
+    ServerState,
+    SupervisorEvent,
 )
-# Log events that mean the engine died under a running API server. A watchdog / shm-broadcast
-# timeout is not here: on a loaded host it is a symptom of slowness, and /health judges it.
-ENGINE_DEATH = frozenset({"engine_dead", "engine_core_failed", "worker_died"})
-TERMINAL = frozenset({ServerState.STOPPED, ServerState.FAILED})
 
 
 def flag_tokens(command: VllmCommand) -> list[str]:
     """The flag tokens without `--model M`: the launcher template places the model."""
     tokens = getattr(command, "flag_tokens", None)
     return list(tokens()) if callable(tokens) else list(command.tokens)
-
-
-class PreflightError(RuntimeError):
-    """A start was refused before launching; .failures holds each reason."""
-
-    def __init__(self, failures: tuple[str, ...]) -> None:
-        super().__init__("; ".join(failures))
-        self.failures = failures
 
 
 class Supervisor:
@@ -358,7 +329,7 @@ class Supervisor:
     async def stop(self, *, outcome: str | None = None) -> None:
         """Stop the server (whole group, escalating signals), then wait for GPU memory."""
         self._cancel_crash_restart()
-        await lifecycle.stop_server(self, outcome=outcome)
+        await ending.stop_server(self, outcome=outcome)
 
     def _cancel_crash_restart(self) -> None:
         task, self._crash_task = self._crash_task, None
