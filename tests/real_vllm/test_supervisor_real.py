@@ -4,8 +4,9 @@ model length is 768") -> the doctor names the cause -> `--auto-fix 1` restarts w
 fix (here the KV budget knob, --kv-cache-memory-bytes) -> ready -> SIGTERM stops the whole
 group. Two real starts (~110 s each on 2 cores); no process outlives the test.
 
-The environment comes from scripts/setup-real-vllm.sh (HEADROOM_REAL_VLLM_PYTHON and
-HEADROOM_REAL_VLLM_MODEL override it); when it cannot be built the test skips, loudly.
+The environment comes from tests/real_vllm/conftest.py (`real_vllm_env`: built by
+scripts/setup-real-vllm.sh; skips loudly when it cannot be built). This test starts its own
+servers (it restarts them), never the shared one.
 """
 
 from __future__ import annotations
@@ -17,39 +18,13 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
-pytestmark = [pytest.mark.real_vllm, pytest.mark.timeout(900)]
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _real_env() -> tuple[str, str]:
-    python = os.environ.get("HEADROOM_REAL_VLLM_PYTHON")
-    model = os.environ.get("HEADROOM_REAL_VLLM_MODEL")
-    if python and model:
-        return python, model
-    try:
-        out = subprocess.run(
-            [str(ROOT / "scripts" / "setup-real-vllm.sh")],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"!!! REAL vLLM ENVIRONMENT UNAVAILABLE: {exc} !!!")
-    found = dict(
-        line.split("=", 1) for line in out.stdout.splitlines() if line.startswith("HEADROOM_")
-    )
-    if out.returncode != 0 or "HEADROOM_REAL_VLLM_PYTHON" not in found:
-        pytest.skip(
-            "!!! REAL vLLM ENVIRONMENT COULD NOT BE BUILT (scripts/setup-real-vllm.sh): "
-            f"{out.stderr.strip()[-400:]} !!!"
-        )
-    return found["HEADROOM_REAL_VLLM_PYTHON"], found["HEADROOM_REAL_VLLM_MODEL"]
+pytestmark = pytest.mark.real_vllm
+# The shared start-up budget of tests/real_vllm/conftest.py (the machine is shared).
+START_TIMEOUT_S = float(os.environ.get("HEADROOM_REAL_VLLM_START_TIMEOUT", "600"))
 
 
 def _free_port() -> int:
@@ -65,11 +40,21 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_fail_diagnose_fix_ready_with_a_real_vllm(tmp_path):
-    python, model = _real_env()
+def test_fail_diagnose_fix_ready_with_a_real_vllm(tmp_path, real_vllm_env):
+    python, model = real_vllm_env.python, real_vllm_env.model
     port = _free_port()
-    env = dict(os.environ, HEADROOM_DATA_DIR=str(tmp_path / "data"))
-    env["HEADROOM_CONFIG"] = str(tmp_path / "none.toml")
+    env = dict(
+        os.environ,
+        HEADROOM_DATA_DIR=str(tmp_path / "data"),
+        HEADROOM_CONFIG=str(tmp_path / "none.toml"),
+        # as conftest's real_vllm_environ(): no colour codes, nothing fetched
+        VLLM_LOGGING_COLOR="0",
+        NO_COLOR="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        VLLM_NO_USAGE_STATS="1",
+    )
+    env.pop("VLLM_CPU_KVCACHE_SPACE", None)  # the size comes from --kv-cache-memory-bytes
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -100,7 +85,7 @@ def test_fail_diagnose_fix_ready_with_a_real_vllm(tmp_path):
     events: list[dict] = []
     launched: list[int] = []
     try:
-        deadline = time.monotonic() + 720
+        deadline = time.monotonic() + 2 * START_TIMEOUT_S  # two starts
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
             if not line:
