@@ -369,6 +369,14 @@ class Supervisor:
             except (asyncio.CancelledError, Exception):
                 pass
 
+    def preview(self, changes: Mapping[str, object]):
+        """(command, env, diff) a restart with these changes would use; nothing runs.
+        The diff includes environment changes ("env NAME"). Raises ValueError if a change
+        cannot be applied."""
+        from headroom.supervisor.restart import preview
+
+        return preview(self, changes)
+
     async def restart(
         self, changes: Mapping[str, object], *, reason: str = "restart"
     ) -> RestartOutcome:

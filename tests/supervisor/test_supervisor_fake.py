@@ -137,9 +137,7 @@ async def test_failed_restart_rolls_back_to_last_good(tmp_path, cleanup):
 async def test_env_changes_show_in_the_diff(tmp_path, cleanup):
     sup, _ = make_supervisor(tmp_path)
     cleanup(sup)
-    from headroom.supervisor.restart import preview
-
-    _, env, diff = preview(sup, {"NCCL_P2P_DISABLE": "1", "max_num_seqs": 64})
+    _, env, diff = sup.preview({"NCCL_P2P_DISABLE": "1", "max_num_seqs": 64})
     assert env["NCCL_P2P_DISABLE"] == "1"
     assert sorted(str(d) for d in diff) == ["+ env NCCL_P2P_DISABLE 1", "+ max_num_seqs 64"]
 
