@@ -11,8 +11,7 @@ async def open_dialog(app, pilot):
     await settle(app, pilot)
     await pilot.press("4")
     await settle(app, pilot)
-    await pilot.press("down")  # from the finding to its first action
-    await pilot.press("enter")
+    await pilot.press("enter")  # the top finding's first action is highlighted on arrival
     await pilot.pause()
     assert isinstance(app.screen, RestartDialog)
 
@@ -27,6 +26,7 @@ async def test_doctor_shows_steps_and_evidence(recorded_app):
         assert "Is the KV cache big enough?" in text
         assert "warn" in text
         assert "preemptions 0.4/s over 60 s" in text  # evidence of the highlighted finding
+        assert "cost: peak throughput drops" in text  # ...and its first action, highlighted
 
 
 async def test_confirm_restarts_and_shows_progress(recorded_app):
@@ -87,6 +87,7 @@ async def test_enter_on_a_finding_with_several_actions_asks_to_pick(recorded_app
         await settle(app, pilot)
         await pilot.press("4")
         await settle(app, pilot)
-        await pilot.press("enter")  # on the finding line itself (two actions)
+        await pilot.press("up")  # from the first action to its finding (two actions)
+        await pilot.press("enter")
         await pilot.pause()
         assert not isinstance(app.screen, RestartDialog)

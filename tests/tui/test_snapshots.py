@@ -54,7 +54,7 @@ def test_restart_dialog(snap_compare, outcome):
         await settle(pilot)
         await pilot.press("4")
         await settle(pilot)
-        await pilot.press("down", "enter")
+        await pilot.press("enter")
         await pilot.pause()
         await pilot.press("y")
         await settle(pilot)
@@ -68,7 +68,7 @@ def test_restart_dialog_before_confirm(snap_compare):
         await settle(pilot)
         await pilot.press("4")
         await settle(pilot)
-        await pilot.press("down", "enter")
+        await pilot.press("enter")
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)

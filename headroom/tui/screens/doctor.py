@@ -97,7 +97,10 @@ class DoctorScreen(HeadroomScreen):
         self._option_targets = targets
         self._signature = signature
         if prompts:
-            options.highlighted = min(highlighted or 0, len(prompts) - 1)
+            if highlighted is None:
+                # Start on the top finding's first action: enter proposes the fix at once.
+                highlighted = next((i for i, (_, a) in enumerate(targets) if a is not None), 0)
+            options.highlighted = min(highlighted, len(prompts) - 1)
         self._show_evidence()
 
     def _target(self) -> tuple[Any, Any | None] | None:
