@@ -103,7 +103,7 @@ def test_request_body_asks_for_exact_lengths_and_no_key_in_it() -> None:
                 ),
             ),
         ),
-        max_size=20,
+        max_size=10,
     ),
     st.sampled_from(["completions", "chat"]),
 )
