@@ -48,6 +48,8 @@ class ServerRecord:
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def alive(self) -> bool:
+        if not isinstance(self.pid, int) or self.pid <= 0:
+            return False
         try:
             p = psutil.Process(self.pid)
             if self.create_time is not None and abs(p.create_time() - self.create_time) > 1.0:
@@ -82,10 +84,15 @@ def read_state(port: int, base: Path | None = None) -> ServerRecord | None:
 
 def _read(path: Path) -> ServerRecord | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return ServerRecord.from_json(data)
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        if not isinstance(data, dict):
+            return None
+        record = ServerRecord.from_json(data)
     except (OSError, ValueError, TypeError):
         return None
+    if not isinstance(record.pid, int) or not isinstance(record.port, int):
+        return None
+    return record
 
 
 def remove_state(port: int, base: Path | None = None) -> None:
