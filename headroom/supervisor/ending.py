@@ -42,7 +42,7 @@ async def finish_failed(sup: Supervisor, why: str, *, outcome: str) -> None:
     sup.set_state(ServerState.FAILED, why)
 
 
-def run_diagnosis(sup: Supervisor) -> None:
+def run_diagnosis(sup: Supervisor, *, emit: bool = True) -> None:
     """Ask the doctor about this run; emit its findings (top three) as events."""
     try:
         from headroom.doctor import DoctorInputs, diagnose
@@ -56,7 +56,10 @@ def run_diagnosis(sup: Supervisor) -> None:
         )
     except Exception as exc:  # doctor missing or broken: the supervisor still reports
         sup.diagnosis = None
-        sup.emit("notice", f"no diagnosis available: {exc!r}")
+        if emit:
+            sup.emit("notice", f"no diagnosis available: {exc!r}")
+        return
+    if not emit:
         return
     for finding in sup.diagnosis.findings[:3]:
         actions = [
@@ -119,9 +122,14 @@ async def stop_server(sup: Supervisor, *, outcome: str | None = None) -> None:
     await stop_process(sup)
     sup.read_log(final=True)
     statefile.remove_state(sup.port, sup.state_dir)
+    fields: dict[str, object] = {}
+    if was in (ServerState.READY, ServerState.DEGRADED):
+        run_diagnosis(sup, emit=False)  # what the doctor made of it, for the journal
+        fields["findings"] = _findings_json(sup)
     sup.journal_update(
         outcome=outcome or ("stopped" if was != ServerState.STARTING else "stopped_before_ready"),
         ended_at=time.time(),
         summary=sup.stats.summary(),
+        **fields,
     )
     sup.set_state(ServerState.STOPPED, "stopped")
