@@ -123,11 +123,13 @@ def find_knee(
                 round(eff, 4),
             )
     last = steps[-1]
+    if len(steps) == 1:
+        return Knee(None, None, "only one step was measured: a knee needs at least two", "none")
     return Knee(
         None,
         None,
         f"throughput still growing at the largest concurrency tried ({last.concurrency}); "
-        "extend the ramp to find the knee",
+        "extend the ramp (e.g. --max-concurrency) to find the knee",
         "none",
     )
 

@@ -81,8 +81,9 @@ def test_threshold_is_respected() -> None:
     assert find_knee(steps, gain_threshold=0.7).concurrency == 1
 
 
-def test_no_steps() -> None:
+def test_no_steps_or_one_step() -> None:
     assert find_knee([]).concurrency is None
+    assert "only one step" in find_knee([step(1, 100)]).reason
 
 
 @given(
