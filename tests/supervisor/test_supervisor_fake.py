@@ -235,3 +235,21 @@ async def test_detach_leaves_the_server_running_and_adopt_finds_it(tmp_path, cle
     assert not sup.process.alive()
     assert read_state(sup.port) is None
     assert os.path.exists(record.log_path)
+
+
+async def test_secrets_never_reach_the_journal_state_file_or_events(tmp_path, cleanup):
+    sup, events = make_supervisor(tmp_path, "--api-key", "sekrit-123")
+    sup.env["HF_TOKEN"] = "hf_topsecret"
+    sup.env["VLLM_API_KEY"] = "also-secret"
+    cleanup(sup)
+    await sup.start()
+    assert await sup.wait_ready(timeout_s=30)
+    state_text = (tmp_path / "data" / "state" / f"server-{sup.port}.json").read_text()
+    await sup.stop()
+    journal_text = sup.journal.path.read_text()
+    event_text = " ".join(f"{e.message} {e.fields}" for e in events)
+    for secret in ("sekrit-123", "hf_topsecret", "also-secret"):
+        assert secret not in journal_text
+        assert secret not in state_text
+        assert secret not in event_text
+    assert "HF_TOKEN" in journal_text  # the variable is journaled, its value is not
