@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 from headroom.supervisor.journal import Journal, RunRecord
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+_LIVE = {"running", "ready", "detached"}
+_NEVER_SERVED = {"failed", "rolled_back", "crashed"}
 
 
 def _port(url: str) -> int | None:
@@ -30,7 +32,12 @@ def find_run_for_url(journal: Journal, url: str) -> RunRecord | None:
     if host not in _LOCAL_HOSTS and not host.startswith("127."):
         return None
     port = _port(url)
-    candidates = [r for r in journal.records() if r.port == port and r.outcome != "failed"]
+    on_port = [r for r in journal.records() if r.port == port]
+    # The configuration under test is the one serving now: prefer live runs; a run that
+    # failed or was rolled back never served this bench.
+    live = [r for r in on_port if r.outcome in _LIVE]
+    ended = [r for r in on_port if r.outcome not in _NEVER_SERVED]
+    candidates = live or ended
     return max(candidates, key=lambda r: r.time) if candidates else None
 
 

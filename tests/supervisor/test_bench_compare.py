@@ -151,9 +151,10 @@ def test_labels_override_flags_and_dict_records_work() -> None:
 
 def test_record_bench_attaches_to_the_run_on_that_port(tmp_path) -> None:
     journal = Journal(tmp_path / "runs.jsonl")
-    journal.append(RunRecord(run_id="old", port=8000, time=1))
-    journal.append(RunRecord(run_id="new", port=8000, time=2))
+    journal.append(RunRecord(run_id="old", port=8000, time=1, outcome="stopped"))
+    journal.append(RunRecord(run_id="new", port=8000, time=2, outcome="ready"))
     journal.append(RunRecord(run_id="failed", port=8000, time=3, outcome="failed"))
+    journal.append(RunRecord(run_id="stopped-later", port=8000, time=4, outcome="stopped"))
     result = BenchResult.from_json(_bench([1, 2, 3, 4]))
     assert find_run_for_url(journal, "http://127.0.0.1:8000").run_id == "new"
     assert "new" in record_bench(result, journal)
@@ -165,7 +166,7 @@ def test_record_bench_attaches_to_the_run_on_that_port(tmp_path) -> None:
     )
     where = record_bench(remote, journal)
     assert "recorded as run" in where
-    assert len(journal.records()) == 4
+    assert len(journal.records()) == 5
     with pytest.raises(KeyError):
         record_bench(result, journal, run_id="nope")
 
