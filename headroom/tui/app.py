@@ -257,6 +257,7 @@ class HeadroomApp(App[int]):
         new = self.store.take_log_lines()
         self._data_version += 1
         self._redraw_logs(new)
+        self._redraw("logs")
 
     def _redraw_logs(self, new: list[str]) -> None:
         for screen in self.screen_stack[-2:]:

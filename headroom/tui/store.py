@@ -13,6 +13,7 @@ from typing import Any
 
 HISTORY = 120  # samples kept for sparklines: two minutes at the default 1 s interval
 LOG_KEEP = 5000  # log lines kept in memory for the Logs screen
+EVENTS_KEEP = 60  # classified log events (warnings, errors, known milestones) for the dashboard
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Store:
     log_lines: deque = field(default_factory=lambda: deque(maxlen=LOG_KEEP))
     log_pending: list[str] = field(default_factory=list)
     log_total: int = 0  # lines ever seen, so line numbers survive trimming
+    events: deque = field(default_factory=lambda: deque(maxlen=EVENTS_KEEP))
     diagnosis: Any = None
     runs: list[Any] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -88,8 +90,15 @@ class Store:
         self.log_pending.extend(lines)
 
     def take_log_lines(self) -> list[str]:
-        """Move pending lines into the kept history and return them (for incremental draws)."""
+        """Move pending lines into the kept history and return them (for incremental draws).
+        Lines that mean something (a known event, a warning, an error) also become events."""
+        from headroom.tui.log_classes import classify
+
         lines, self.log_pending = self.log_pending, []
+        for line in lines:
+            self.log_total += 1
+            entry = classify(line, self.log_total)
+            if entry.kind is not None or entry.severity != "info":
+                self.events.append(entry)
         self.log_lines.extend(lines)
-        self.log_total += len(lines)
         return lines

@@ -7,6 +7,7 @@ from textual.containers import VerticalScroll
 
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
+from headroom.tui.widgets.events_panel import EventsPanel
 from headroom.tui.widgets.finding_line import FindingLine
 from headroom.tui.widgets.gpu_strip import GpuStrip
 from headroom.tui.widgets.kv_panel import KvPanel
@@ -27,6 +28,7 @@ class DashboardScreen(HeadroomScreen):
             yield KvPanel(classes="panel")
             yield ServingStats(classes="panel")
             yield GpuStrip(classes="panel")
+            yield EventsPanel(classes="panel")
         yield FindingLine()
 
     def show_body(self, store: Store, what: str) -> None:
@@ -39,6 +41,8 @@ class DashboardScreen(HeadroomScreen):
             self.query_one(ServingStats).show(engine, metrics_reason)
         if what in {"all", "gpus"}:
             self.query_one(GpuStrip).show(store.gpus, store.unavailable.get("gpus"))
+        if what in {"all", "logs"}:
+            self.query_one(EventsPanel).show(store.events, self.app.sources.has_logs)
         if what in {"all", "doctor"}:
             self.query_one(FindingLine).show(store.diagnosis, store.unavailable.get("doctor"))
 

@@ -1,0 +1,55 @@
+"""Recent log events on the dashboard: the lines of the vLLM log that mean something
+(known events such as the KV cache size or a preemption, every warning and error), newest
+at the bottom, as many as the panel's height allows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from headroom.tui import format as fmt
+from headroom.tui.widgets.cheap_update import set_markup
+
+SEVERITY_VARIABLE = {"error": "$error", "warning": "$warning"}
+# Periodic stats lines repeat what the panels above show; the start-up banner is ASCII art.
+SKIP_KINDS = {"stats"}
+
+
+def worth_showing(entry: Any) -> bool:
+    return entry.kind not in SKIP_KINDS and "█" not in entry.line
+
+
+class EventsPanel(Static):
+    """The last classified log lines; fills whatever height the dashboard has left."""
+
+    DEFAULT_CSS = """
+    EventsPanel { height: 1fr; min-height: 3; }
+    """
+
+    def on_mount(self) -> None:
+        self.border_title = "Recent log events  (5: full log)"
+
+    def show(self, events: list[Any], has_logs: bool) -> None:
+        self._last = (events, has_logs)
+        rows = max(1, (self.content_region.height or self.size.height or 3))
+        width = max(20, (self.content_region.width or 78))
+        events = [e for e in events if worth_showing(e)]
+        if not events:
+            text = "no log events yet" if has_logs else "no log to read (attach --log-from FILE)"
+            set_markup(self, f"[$text-muted]{text}[/]")
+            return
+        lines = []
+        for entry in events[-rows:]:
+            label = entry.kind or entry.severity
+            message = fmt.short_message(entry.line, max(10, width - len(label) - 3)) or ""
+            colour = SEVERITY_VARIABLE.get(entry.severity, "$primary")
+            lines.append(f"[{colour}]{escape(label)}[/] {escape(message)}")
+        set_markup(self, "\n".join(lines))
+
+    def on_resize(self) -> None:
+        # How many events fit is known only after layout: draw again at the real size.
+        last = getattr(self, "_last", None)
+        if last is not None:
+            self.show(*last)
