@@ -204,6 +204,9 @@ class _Runner:
             )
         dist = cfg.distribution.with_limit(served.max_model_len)
         budget = _Budget(cfg)
+        synthetic = dist.mix is not None or any(s.prompt is None for s in dist.shapes)
+        if synthetic and budget.take():  # the calibration request counts as a request
+            await self.api.calibrate(served.id, self.rng)
         if cfg.warmup_s > 0 and not self.stop.is_set():
             self._post("warmup", None, cfg.ramp[0], 0.0, 0, 0)
             await self._hold(cfg.ramp[0], served.id, dist, budget, cfg.warmup_s, None, None)
@@ -247,6 +250,7 @@ class _Runner:
             "step_requests": cfg.step_requests,
             "warmup_s": cfg.warmup_s,
             "seed": cfg.seed,
+            "tokens_per_word": round(self.api.tokens_per_word, 3),
             "gain_threshold": cfg.gain_threshold,
             "latency_targets": cfg.targets.to_json(),
             "label": cfg.label,

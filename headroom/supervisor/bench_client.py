@@ -41,6 +41,7 @@ class OpenAIClient:
     api_key: str | None = field(default=None, repr=False)
     request_timeout_s: float = 300.0
     seed: int = 0
+    tokens_per_word: float = 1.0  # of synthetic prompts on this server's tokenizer
     _serial: int = 0
 
     def _headers(self) -> dict[str, str]:
@@ -74,7 +75,11 @@ class OpenAIClient:
 
     def _payload(self, model: str, shape: RequestShape, rng: random.Random) -> dict:
         self._serial += 1
-        text = shape.prompt or synth_prompt(shape.prompt_tokens, rng, self._serial)
+        if shape.prompt is not None:
+            text = shape.prompt
+        else:
+            words = max(1, round(shape.prompt_tokens / self.tokens_per_word))
+            text = synth_prompt(words, rng, self._serial)
         body: dict[str, object] = {
             "model": model,
             "max_tokens": shape.output_tokens,
@@ -89,6 +94,16 @@ class OpenAIClient:
         else:
             body["prompt"] = text
         return body
+
+    async def calibrate(self, model: str, rng: random.Random, words: int = 64) -> float:
+        """Tokens per synthetic word on this server, from the `usage` of one tiny request, so
+        synthetic prompts hit their target token counts on any tokenizer (a small vocabulary
+        splits words into several tokens). 1.0 when the server reports no usage."""
+        result = RequestResult(started_at=time.monotonic())
+        await self.send(model, RequestShape(words, 1), result, rng)
+        if result.error is None and result.prompt_tokens:
+            self.tokens_per_word = min(8.0, max(0.25, result.prompt_tokens / words))
+        return self.tokens_per_word
 
     async def send(
         self, model: str, shape: RequestShape, result: RequestResult, rng: random.Random

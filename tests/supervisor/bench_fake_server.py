@@ -25,6 +25,7 @@ class FakeServer:
     model: str = "fake/model"
     max_model_len: int | None = 4096
     api_key: str | None = None
+    tokens_per_word: int = 1  # how this "tokenizer" counts prompt words
     fail_status: int | None = None  # answer every completion with this status
     seen: list[tuple[str, str, str | None]] = field(default_factory=list)  # method, path, auth
     bodies: list[dict] = field(default_factory=list)
@@ -134,7 +135,10 @@ class FakeServer:
                     choice["finish_reason"] = "length" if i == n - 1 else None
                     await self._event(writer, {"choices": [choice]})
                 prompt = request.get("prompt") or request["messages"][0]["content"]
-                usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": n}
+                usage = {
+                    "prompt_tokens": len(prompt.split()) * self.tokens_per_word,
+                    "completion_tokens": n,
+                }
                 await self._event(writer, {"choices": [], "usage": usage})
                 writer.write(b"data: [DONE]\n\n")
                 await writer.drain()

@@ -58,8 +58,9 @@ async def test_knee_at_the_server_slot_count() -> None:
 async def test_requests_ask_for_exact_output_lengths() -> None:
     async with FakeServer() as srv:
         await run_bench(cfg(srv.url, ramp=(1,), step_duration_s=0.3))
-    assert srv.bodies
-    for body in srv.bodies:
+    assert srv.bodies[0]["max_tokens"] == 1  # the tokenizer calibration request
+    assert srv.bodies[1:]
+    for body in srv.bodies[1:]:
         assert body["ignore_eos"] is True and body["stream"] is True
         assert 10 <= body["max_tokens"] <= 20
         assert body["model"] == "fake/model"
@@ -141,7 +142,7 @@ async def test_step_request_count_mode() -> None:
         )
     assert [s.requests for s in result.steps] == [6, 6]
     assert all(s.cut == 0 for s in result.steps)
-    assert len(srv.bodies) == 12
+    assert len(srv.bodies) == 1 + 12  # calibration + two steps of 6
 
 
 async def test_stop_event_ends_the_bench_early() -> None:
@@ -177,3 +178,14 @@ def test_credentials_in_the_url_are_never_recorded() -> None:
 
     assert public_url("http://user:pw@gpu1:8000") == "http://gpu1:8000"
     assert public_url("http://gpu1:8000") == "http://gpu1:8000"
+
+
+async def test_synthetic_prompts_are_calibrated_to_the_servers_tokenizer() -> None:
+    # This server counts 3 tokens per word (a small vocabulary splits words), so a
+    # 300-token target must be sent as about 100 words.
+    srv = FakeServer(tokens_per_word=3)
+    dist = Distribution("fixed", "t", mix=Mix("fixed", "t", (300, 300), (5, 5)), fingerprint="f")
+    async with srv:
+        result = await run_bench(cfg(srv.url, ramp=(1,), step_duration_s=0.5, distribution=dist))
+    assert result.workload["tokens_per_word"] == pytest.approx(3.0, rel=0.1)
+    assert 270 <= result.steps[0].mean_prompt_tokens <= 330
