@@ -6,6 +6,12 @@ a sampler reads the server's /metrics and, for a local server, NVML. Every bench
 itself: a total duration and a total request budget cap it, and a ramp stops early when a
 whole step fails. Results carry the model, distribution and ramp that produced them, so
 runs are compared only when those match (see bench_compare).
+
+When a step is held for a duration, requests still streaming at its end are aborted ("cut"):
+their tokens count towards tokens/s (the rate the server sustained) but not towards
+requests/s or end-to-end latency, so hold steps several request-lengths long for honest e2e
+figures. Before the ramp, one tiny request measures how many tokens a synthetic word makes
+on this server's tokenizer (from `usage`), so prompts hit their target token counts.
 """
 
 from __future__ import annotations
