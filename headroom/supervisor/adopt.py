@@ -53,3 +53,49 @@ def find_adoptable(port: int | None = None, state_dir=None) -> ServerRecord | No
         return record if record is not None and record.alive() else None
     live = list_states(state_dir)
     return live[0] if len(live) == 1 else None
+
+
+def listener_pid(port: int) -> int | None:
+    """The pid listening on a local TCP port, when this user may see it (else None)."""
+    import psutil
+
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except (psutil.Error, OSError):
+        return None
+    for conn in connections:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            return conn.pid
+    return None
+
+
+def adopt_unmanaged(command, *, launcher: str, **supervisor_kwargs) -> Supervisor:
+    """Take over a server Headroom did not start, to be able to restart it: the caller says
+    how it was launched (`command` as parsed from its launch line, and the launcher). Its
+    process is found by the port it listens on. Its log is not Headroom's: until the first
+    restart only /health and the process are watched (follow its log with `attach`).
+    Raises AdoptError when nothing (visible) listens on the port.
+    """
+    import os
+
+    from headroom.supervisor.process import _create_time
+
+    probe = Supervisor(command, launcher=launcher, **supervisor_kwargs)
+    pid = listener_pid(probe.port)
+    if pid is None:
+        raise AdoptError(
+            f"no process of this user listens on port {probe.port} (a container or another "
+            "user's server cannot be stopped from here; restart it with its own tools)"
+        )
+    try:
+        pgid = os.getpgid(pid)
+    except OSError as exc:
+        raise AdoptError(f"cannot read the process group of pid {pid}: {exc}") from exc
+    if pgid == os.getpgid(0):
+        pgid = pid  # never signal our own group: fall back to the server process itself
+    process = ManagedProcess.adopt(pid, pgid, _create_time(pid))
+    if process is None:
+        raise AdoptError(f"pid {pid} on port {probe.port} exited meanwhile")
+    probe.process = process
+    probe.adopted = True
+    return probe

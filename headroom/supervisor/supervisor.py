@@ -351,6 +351,10 @@ class Supervisor:
             self.emit(
                 "notice", f"re-adopted pid {self.pid} serving {self.url} (log {self.log_path})"
             )
+            now = time.monotonic()
+            self._last_progress = now  # the ready timeout counts from here
+            if self._started_mono is None:
+                self._started_mono = now
             self.set_state(ServerState.STARTING, "re-adopted; waiting for /health")
             self._watch_task = asyncio.create_task(self._watch(), name="headroom-supervisor-watch")
 

@@ -253,3 +253,55 @@ async def test_secrets_never_reach_the_journal_state_file_or_events(tmp_path, cl
         assert secret not in state_text
         assert secret not in event_text
     assert "HF_TOKEN" in journal_text  # the variable is journaled, its value is not
+
+
+async def test_a_server_headroom_did_not_start_can_be_taken_over_and_restarted(tmp_path, cleanup):
+    import subprocess
+    import sys
+
+    from sup_support import FAKE_VLLM
+
+    from headroom.supervisor.adopt import AdoptError, adopt_unmanaged
+
+    port = free_port()
+    outsider = subprocess.Popen(
+        [sys.executable, str(FAKE_VLLM), "tiny", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        command = parse_command(["vllm", "serve", "tiny", "--port", str(port)])
+        await wait_for(
+            lambda: (
+                __import__("headroom.supervisor.adopt", fromlist=["x"]).listener_pid(port)
+                is not None
+            ),
+            20,
+        )
+        sup = adopt_unmanaged(
+            command,
+            launcher=FAKE_TEMPLATE,
+            data_dir=tmp_path / "data",
+            nvml_probe=False,
+            poll_interval_s=0.1,
+            grace_int_s=3,
+            grace_term_s=2,
+        )
+        cleanup(sup)
+        await sup.start()  # watches, does not launch
+        assert await sup.wait_ready(timeout_s=20)
+        assert sup.pid == outsider.pid
+        outcome = await sup.restart({"max_model_len": 512})
+        assert outcome.ok, outcome.reason
+        assert sup.pid != outsider.pid
+        assert outsider.wait(timeout=10) is not None  # the old one was stopped
+        with pytest.raises(AdoptError, match="no process"):
+            adopt_unmanaged(
+                parse_command(["vllm", "serve", "m", "--port", str(free_port())]),
+                launcher=FAKE_TEMPLATE,
+                data_dir=tmp_path / "data",
+            )
+    finally:
+        if outsider.poll() is None:
+            outsider.kill()
+            outsider.wait()
