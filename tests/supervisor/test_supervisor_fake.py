@@ -271,13 +271,7 @@ async def test_a_server_headroom_did_not_start_can_be_taken_over_and_restarted(t
     )
     try:
         command = parse_command(["vllm", "serve", "tiny", "--port", str(port)])
-        await wait_for(
-            lambda: (
-                __import__("headroom.supervisor.adopt", fromlist=["x"]).listener_pid(port)
-                is not None
-            ),
-            20,
-        )
+        await wait_for(lambda: listener_pid(port) is not None, 20)
         sup = adopt_unmanaged(
             command,
             launcher=FAKE_TEMPLATE,
