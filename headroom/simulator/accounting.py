@@ -162,12 +162,27 @@ def weights_per_gpu(model: SimModel, tp: int, pp: int, pp_rank: int, layers: int
 
 
 def activation_peak(model: SimModel, tp: int, batched_tokens: int, max_num_seqs: int) -> int:
-    """Peak of the profiling run (`profile_run`): a forward pass over max_num_batched_tokens
-    (hidden/residual buffers plus the gated MLP's intermediate) and the dummy sampler pass
-    over max_num_seqs rows of fp32 logits (logits + probabilities)."""
-    per_token = (2 * model.hidden_size + 3 * model.intermediate_size // tp) * model.dtype_bytes
+    """Peak of the profiling run (`profile_run`), one torch high-water mark over two phases.
+
+    gpu_model_runner.py profile_run runs `hidden_states = self._dummy_run(max_num_tokens)`
+    and *then* `self._dummy_sampler_run(hidden_states)`; the forward pass's intermediates
+    are freed when it returns, only its output hidden states live on into the sampler.
+    gpu_worker.py determine_available_memory resets the peak stats before profile_run and
+    reads one peak after it (`memory_stats()["allocated_bytes.all.peak"]`; newer releases:
+    memory_profiling's torch_peak). So the peak is the larger phase, not the sum:
+    forward = max_num_batched_tokens x (3 x hidden + 3 x intermediate / TP): inside the
+              gated MLP (LlamaMLP.forward: `x, _ = self.gate_up_proj(x)`, act_fn, down_proj)
+              the residual, the MLP's input, gate_up (2 x inter), the activation (inter)
+              and down_proj's output (hidden) are all alive at once. The real V0 profiles
+              of Llama-3.1-8B (gpu-startup-logs/rtx3090-*) show 2.07 and 2.99 GiB of
+              activation at 20,000 and 29,000 tokens; this gives 2.06 and 2.99.
+    sampler = the forward's output hidden states + max_num_seqs rows of fp32 logits
+              (logits and probabilities)."""
+    forward_per_token = 3 * model.hidden_size + 3 * model.intermediate_size // tp
+    forward = batched_tokens * forward_per_token * model.dtype_bytes
+    hidden_states = batched_tokens * model.hidden_size * model.dtype_bytes
     logits = max_num_seqs * model.vocab_size * 4 * 2
-    return batched_tokens * per_token + logits
+    return max(forward, hidden_states + logits)
 
 
 def non_torch_memory(world_size: int) -> int:

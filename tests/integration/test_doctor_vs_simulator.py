@@ -59,49 +59,28 @@ VERSION = "0.33.0"  # what the simulator's default (0.32/0.33) log format stands
 #   non-torch memory: simulator 0.29 GiB (+0.39 with TP>1), doctor 0.15 (+0.25): <= 0.28 GiB
 #   CUDA-graph pool:  simulator 64 MiB + 0.25 MiB x layers x captured sizes, doctor
 #                     0.25 + 0.005 x layers GiB (cap 1.5): <= 0.41 GiB at 80 layers
-#   peak activation:  both size the forward pass over max_num_batched_tokens (within
-#                     0.05 GiB) and the sampler's fp32 logits over max_num_seqs the same way,
-#                     but combine them differently (see XFAIL_ACTIVATION): on the
-#                     2048-token / 256-seq defaults of cards under 70 GiB that costs up to
-#                     ~0.2 GiB, which we accept here.
+#   peak activation:  both take the larger of the forward pass over max_num_batched_tokens
+#                     and the sampler's fp32 logits over max_num_seqs (one high-water mark,
+#                     see ACTIVATION below); they differ by <= 0.13 GiB (the simulator
+#                     counts the hidden states kept alive through the sampler)
 # Not all of these peak together; over the grid the largest difference they make is
-# 0.79 GiB. So: KV memory per GPU within 0.85 GiB. In tokens: within 10 %, or within the
-# tokens 0.85 GiB holds when the cache itself is small (a fixed GiB error is a large ratio
-# on a 5 GiB cache). With --kv-cache-memory-bytes nothing is estimated: tokens must be equal.
+# 0.82 GiB (the 80-layer models on H100). So: KV memory per GPU within 0.85 GiB. In tokens:
+# within 10 %, or within the tokens 0.85 GiB holds when the cache itself is small (a fixed
+# GiB error is a large ratio on a 5 GiB cache). With --kv-cache-memory-bytes nothing is
+# estimated: tokens must be equal.
 KV_GIB_SLACK = 0.85
 KV_RATIO_SLACK = 0.10
 
-# Where they disagree beyond that, vLLM's source says who is right.
+# ACTIVATION: where the two once disagreed beyond that, vLLM's source said who was right.
 # vllm/v1/worker/gpu_model_runner.py profile_run runs the dummy forward pass over
-# max_num_tokens, *then* _dummy_sampler_run on its last hidden states; the forward's
+# max_num_tokens, *then* _dummy_sampler_run on its hidden states; the forward's
 # intermediates are freed before the sampler allocates its logits. gpu_worker.py takes the
 # activation as torch's single allocated-bytes high-water mark (older V1:
 # memory_stats()["allocated_bytes.all.peak"]; newer: memory_profiling's torch_peak), so
-# the peak is max(forward, hidden states + sampler), not their sum. The doctor takes the
-# max (memory_model.activation_gib); the simulator adds the two
-# (accounting.activation_peak returns `batched_tokens * per_token + logits`). Where both
-# terms are large -- the >= 70 GiB batch defaults (8192 tokens / 1024 sequences, so on H100)
-# with a 128K-152K vocabulary -- the simulator over-counts activation by 0.8-1.2 GiB per
-# GPU and its KV cache comes out that much smaller.
-XFAIL_ACTIVATION = (
-    "simulator bug: accounting.activation_peak adds the forward-pass peak and the sampler "
-    "peak; vLLM's profile_run runs them one after the other and keeps one torch high-water "
-    "mark, so the peak is their max (the doctor's reading). With H100's 8192-token / "
-    "1024-seq defaults and a 128K+ vocabulary that over-counts ~1 GiB of activation per GPU."
-)
-
-
-def hits_activation_bug(cfg) -> bool:
-    """The rows XFAIL_ACTIVATION predicts off by more than the slack: the simulator's
-    over-count is min(forward, sampler); on top of the legitimate differences (up to
-    ~0.7 GiB) more than 0.3 GiB of it crosses 0.85 GiB. Only H100 here gets the 8192/1024
-    profiling defaults, and --kv-cache-memory-bytes skips profiling altogether."""
-    if cfg.gpu != "H100" or cfg.kv_bytes:
-        return False
-    m = load_model(MODELS[cfg.model].sim_name)
-    forward = 8192 * (2 * m.hidden_size + 3 * m.intermediate_size // cfg.tp) * 2
-    sampler = 1024 * m.vocab_size * 4 * 2
-    return min(forward, sampler) > 0.3 * GIB
+# the peak is max(forward, hidden states + sampler), not their sum. The simulator used to
+# add the two, over-counting 0.7-1.2 GiB per GPU on H100's 8192-token / 1024-seq defaults
+# with a 128K+ vocabulary (llama70b-H100-tp2-u0.95-L8192 came out 1.6 GiB short of KV);
+# both now take the max, and test_activation_peak_is_one_high_water_mark keeps it so.
 
 
 @dataclass(frozen=True)
@@ -211,10 +190,8 @@ GRID = [
     C("tiny", "RTX4090", util=0.8, max_len=1024, kv_dtype="fp8"),
     C("tiny", "L40S", kv_bytes=4_000_000, max_len=1024),
 ]
-# Token counts beyond tolerance: only where the activation error meets a small cache.
-XFAIL_TOKENS = {
-    "llama70b-H100-tp2-u0.95-L8192": XFAIL_ACTIVATION,  # 1.6 GiB off a 5.8-7.4 GiB cache
-}
+# Token counts beyond tolerance, config id -> reason (none known now).
+XFAIL_TOKENS: dict[str, str] = {}
 
 
 def _doctor_model(pair: ModelPair):
@@ -344,9 +321,7 @@ def test_kv_capacity_tokens_agree(cfg: Config):
     )
 
 
-@pytest.mark.parametrize(
-    "cfg", list(_params(lambda cfg: XFAIL_ACTIVATION if hits_activation_bug(cfg) else None))
-)
+@pytest.mark.parametrize("cfg", list(_params(lambda cfg: None)))
 def test_kv_memory_gib_agrees(cfg: Config):
     """The sharper check: KV memory per GPU, in GiB, whatever the cache size."""
     row = compare(cfg)
@@ -355,7 +330,6 @@ def test_kv_memory_gib_agrees(cfg: Config):
     )
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL_ACTIVATION)
 def test_activation_peak_is_one_high_water_mark():
     """Llama-3.1-8B on one H100 (8192 tokens / 1024 seqs profiled): forward pass ~0.8 GiB,
     sampler logits ~1 GiB. vLLM's peak is the larger of the two phases, not their sum."""
@@ -433,7 +407,6 @@ def agreement_table() -> str:
     for cfg in GRID:
         r = compare(cfg)
         mark = " XFAIL(tokens)" if cfg.id in XFAIL_TOKENS else ""
-        mark += " XFAIL(GiB)" if hits_activation_bug(cfg) else ""
         lines.append(
             f"{cfg.id:48} {r.doctor_tokens:>10,} {r.sim_tokens:>10,} {r.ratio:>6.3f} "
             f"{r.doctor_kv_gib:>5.2f}/{r.sim_kv_gib:<5.2f} {r.sim_bpt}{mark}"

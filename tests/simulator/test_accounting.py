@@ -56,8 +56,17 @@ def test_llama8b_on_one_h100_defaults_hand_worked() -> None:
     # params: 32 x (4096*4096 + 2*4096*1024 + 4096*4096 + 3*4096*14336 + 2*4096)
     #         + 2 x 128256*4096 (embedding, untied head) + 4096 = 8,030,261,248
     weights = 8_030_261_248 * 2
-    # H100 defaults: max_num_batched_tokens 8192, max_num_seqs 1024
-    activation = 8192 * (2 * 4096 + 3 * 14336) * 2 + 1024 * 128256 * 4 * 2
+    # H100 defaults: max_num_batched_tokens 8192, max_num_seqs 1024. profile_run's forward
+    # pass and then its sampler pass under one torch high-water mark: the larger phase.
+    #   forward = 8192 x (3x4096 + 3x14336) x 2          =   905,969,664 (0.84 GiB)
+    #   sampler = 8192 x 4096 x 2 (hidden states kept)
+    #           + 1024 x 128256 x 4 x 2 (fp32 logits+probs) = 1,117,782,016 (1.04 GiB)
+    # (the old sum, 8192 x (2x4096 + 3x14336) x 2 + 1024 x 128256 x 8
+    #  = 838,860,800 + 1,050,673,152 = 1,889,533,952 B, over-counted 0.72 GiB)
+    forward = 8192 * (3 * 4096 + 3 * 14336) * 2
+    sampler = 8192 * 4096 * 2 + 1024 * 128256 * 4 * 2
+    assert (forward, sampler) == (905_969_664, 1_117_782_016)
+    activation = max(forward, sampler)
     non_torch = 300 * MIB
     graphs = 64 * MIB + 51 * 32 * 256 * 1024  # 51 capture sizes up to 512
     available = requested - weights - activation - non_torch - graphs
@@ -78,7 +87,13 @@ def test_llama70b_tp4_on_h100_node_hand_worked() -> None:
     requested = math.ceil(int(79.11 * GIB) * 0.92)
     layer = 8192 * 8192 * 2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192
     weights = (80 * layer // 4 + 128256 * 8192 // 4 + 128256 * 8192 // 4 + 8192) * 2
-    activation = 8192 * (2 * 8192 + 3 * 28672 // 4) * 2 + 1024 * 128256 * 8
+    # forward = 8192 x (3x8192 + 3x28672/4) x 2 = 754,974,720 (0.70 GiB)
+    # sampler = 8192 x 8192 x 2 + 1024 x 128256 x 8 = 1,184,890,880 (1.10 GiB): the peak
+    forward = 8192 * (3 * 8192 + 3 * 28672 // 4) * 2
+    sampler = 8192 * 8192 * 2 + 1024 * 128256 * 8
+    assert (forward, sampler) == (754_974_720, 1_184_890_880)
+    activation = max(forward, sampler)
+    assert plan.workers[0].activation_bytes == activation
     non_torch = 700 * MIB  # + NCCL / custom all-reduce buffers when TP > 1
     graphs = 64 * MIB + 51 * 80 * 256 * 1024
     available = requested - weights - activation - non_torch - graphs
@@ -100,7 +115,13 @@ def test_qwen7b_on_a10_fp8_kv_eager_hand_worked() -> None:
     weights = (28 * layer + 2 * 152064 * 3584 + 3584) * 2
     assert weights == 7_615_616_512 * 2
     # A10 (< 70 GiB): batched 2048, seqs 256; eager: no graphs
-    activation = 2048 * (2 * 3584 + 3 * 18944) * 2 + 256 * 152064 * 8
+    # forward = 2048 x (3x3584 + 3x18944) x 2 = 276,824,064 (0.26 GiB)
+    # sampler = 2048 x 3584 x 2 + 256 x 152064 x 8 = 326,107,136 (0.30 GiB): the peak
+    forward = 2048 * (3 * 3584 + 3 * 18944) * 2
+    sampler = 2048 * 3584 * 2 + 256 * 152064 * 8
+    assert (forward, sampler) == (276_824_064, 326_107_136)
+    activation = max(forward, sampler)
+    assert plan.workers[0].activation_bytes == activation
     available = requested - weights - activation - 300 * MIB
     page = 2 * 16 * 4 * 128 * 1  # fp8 KV: one byte per value
     assert plan.workers[0].cudagraph_bytes == 0
@@ -194,6 +215,10 @@ def test_against_rtx3090_llama8b_maxlen20000_log(fixtures_dir) -> None:
     assert plan.kv_tokens == pytest.approx(1952 * 16, rel=0.05)
     assert plan.workers[0].available_kv_bytes / GIB == pytest.approx(3.81, rel=0.05)
     assert plan.workers[0].weights_bytes / GIB == pytest.approx(14.9888, rel=0.01)
+    # peak_torch_memory 17.06 - weights 14.99 = 2.07 GiB of activation for 20,000 tokens;
+    # the forward pass is the peak (20,000 x (3x4096 + 3x14336) x 2 B = 2.06 GiB), the
+    # sampler over 256 seqs (0.40 GiB) is not added to it
+    assert plan.workers[0].activation_bytes / GIB == pytest.approx(17.06 - 14.99, rel=0.02)
 
 
 def test_against_rtx3090_llama8b_maxlen29000_refusal(fixtures_dir) -> None:
@@ -208,6 +233,8 @@ def test_against_rtx3090_llama8b_maxlen29000_refusal(fixtures_dir) -> None:
     plan = plan_startup(m, s, Machine(gpu_model("RTX3090")))
     assert plan.failure.kind == "max_seq_len_exceeds_kv"
     assert plan.kv_tokens == pytest.approx(23648, rel=0.05)
+    # peak_torch_memory 17.98 - weights 14.99 = 2.99 GiB for 29,000 tokens (ours: 2.99)
+    assert plan.workers[0].activation_bytes / GIB == pytest.approx(17.98 - 14.99, rel=0.02)
 
 
 def test_against_h200x8_llama70b_tp8_log() -> None:
