@@ -261,7 +261,7 @@ async def test_a_server_headroom_did_not_start_can_be_taken_over_and_restarted(t
 
     from sup_support import FAKE_VLLM
 
-    from headroom.supervisor.adopt import AdoptError, adopt_unmanaged
+    from headroom.supervisor.adopt import AdoptError, adopt_unmanaged, listener_pid
 
     port = free_port()
     outsider = subprocess.Popen(
