@@ -143,6 +143,22 @@ async def journal_topology(sup: Supervisor) -> None:
         sup.journal_update(topology=summary)
 
 
+def prune_logs(folder, keep: int = 200) -> int:
+    """Delete all but the newest `keep` per-run logs (run ids sort by time); returns how many."""
+    try:
+        logs = sorted(p for p in folder.glob("*.log") if p.is_file())
+    except OSError:
+        return 0
+    removed = 0
+    for path in logs[: max(len(logs) - keep, 0)]:
+        try:
+            path.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 def last_good_start_from_journal(sup: Supervisor) -> float | None:
     try:
         records = sup.journal.records()

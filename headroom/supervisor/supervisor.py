@@ -79,6 +79,7 @@ class Supervisor:
         metrics_interval_s: float = 5.0,
         scrape_metrics: bool = True,
         log_ring: int = 5000,
+        keep_logs: int = 200,
     ) -> None:
         self.config = config or LauncherConfig()
         self.template = resolve_template(launcher, self.config)
@@ -104,6 +105,7 @@ class Supervisor:
         self.crash_backoff_s = crash_backoff_s
         self.metrics_interval_s = metrics_interval_s
         self.scrape_metrics = scrape_metrics
+        self.keep_logs = keep_logs  # per-run logs kept in the data dir (oldest go first)
 
         self.state = ServerState.STOPPED
         self.process: ManagedProcess | None = None
@@ -227,6 +229,7 @@ class Supervisor:
         if self.preflight_enabled:
             await lifecycle.run_preflight(self)
         self.log_path = logs_dir(self.data_dir) / f"{self.run_id}.log"
+        lifecycle.prune_logs(self.log_path.parent, keep=self.keep_logs)
         argv = self.argv()
         self._tail = FileTail(self.log_path)
         self._started_mono = time.monotonic()

@@ -82,3 +82,13 @@ def test_a_damaged_state_file_reads_as_none_never_raises(tmp_path_factory, raw):
     (folder / "server-8000.json").write_bytes(raw)
     record = read_state(8000, folder)
     assert record is None or isinstance(record.pid, int)
+
+
+def test_old_run_logs_are_pruned_newest_kept(tmp_path):
+    from headroom.supervisor.lifecycle import prune_logs
+
+    for stamp in ("20261129-120000-a", "20261129-130000-b", "20261129-110000-c"):
+        (tmp_path / f"{stamp}.log").write_text("x")
+    (tmp_path / "notes.txt").write_text("keep me")
+    assert prune_logs(tmp_path, keep=1) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["20261129-130000-b.log", "notes.txt"]
