@@ -134,6 +134,7 @@ class Supervisor:
         self._started_mono: float | None = None
         self._last_progress: float = 0.0
         self._failure_seen_at: float | None = None
+        self._ready_timeout: float | None = None
         self._health_failures = 0
         self._last_metrics_at = 0.0
         self._stopping = False
@@ -265,6 +266,7 @@ class Supervisor:
         self._failure_seen_at = None
         self._health_failures = 0
         self._stopping = False
+        self._ready_timeout = None
 
     def _journal_new_run(self, argv: list[str], reason: str | None) -> None:
         record = RunRecord(
@@ -294,10 +296,14 @@ class Supervisor:
             self._journal_safely(self.journal.update, self.run_id, **fields)
 
     def ready_timeout(self) -> float:
+        """Seconds without log progress before a start counts as hung: the given value, else
+        at least 10 minutes or twice the last good start (from the journal, read once)."""
         if self.ready_timeout_s is not None:
             return self.ready_timeout_s
-        last = self.last_good_start_s or lifecycle.last_good_start_from_journal(self)
-        return max(600.0, 2 * last) if last else 600.0
+        if self._ready_timeout is None:
+            last = self.last_good_start_s or lifecycle.last_good_start_from_journal(self)
+            self._ready_timeout = max(600.0, 2 * last) if last else 600.0
+        return self._ready_timeout
 
     async def wait_ready(self, timeout_s: float | None = None) -> bool:
         """True once ready; False when the run failed/stopped (or timeout_s passed first)."""
