@@ -299,3 +299,17 @@ async def test_a_server_headroom_did_not_start_can_be_taken_over_and_restarted(t
         if outsider.poll() is None:
             outsider.kill()
             outsider.wait()
+
+
+def test_ready_timeout_is_ten_minutes_or_twice_the_last_good_start(tmp_path):
+    from headroom.supervisor.journal import RunRecord
+
+    sup, _ = make_supervisor(tmp_path)
+    assert sup.ready_timeout() == 600.0
+    sup, _ = make_supervisor(tmp_path)
+    sup.journal.append(RunRecord(model="other", time_to_ready_s=900.0))
+    sup.journal.append(RunRecord(model="tiny", time_to_ready_s=420.0))
+    assert sup.ready_timeout() == 840.0
+    sup.last_good_start_s = 100.0
+    sup._ready_timeout = None
+    assert sup.ready_timeout() == 600.0
