@@ -178,7 +178,7 @@ def lowest_fitting_tp(ctx, tokens_needed: int | None = None) -> int | None:
     for tp in valid_tps(ctx.model, limit):
         acc = account(ctx.model, ctx.gpu, replace(ctx.knobs, tp=tp), ctx.version)
         need = tokens_needed or acc.max_model_len
-        if acc.kv_cache_gib > 0 and acc.kv_capacity_tokens >= need:
+        if acc.kv_cache_gib > 0 and acc.usable_tokens >= need:
             return tp
     return None
 

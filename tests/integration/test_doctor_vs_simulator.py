@@ -356,12 +356,9 @@ def test_activation_peak_is_one_high_water_mark():
 # 128 tokens (896), yet vLLM's "estimated maximum model length is 768", i.e. 6 blocks; with
 # 4,000,000 bytes the "KV cache size" line counts all 30 blocks (3,840 tokens).
 REAL_CPU_ESTIMATE = 768
-XFAIL_NULL_BLOCK = (
-    "doctor: MemoryAccount.max_model_len_fit (and .fits) take the whole KV capacity, "
-    "num_blocks x block_size; vLLM keeps one null block, so the longest request that fits "
-    "is (num_blocks - 1) x block_size. At the boundary the doctor says 'fits' and "
-    "planner.py proposes --max-model-len = capacity, which vLLM refuses."
-)
+# The doctor used to take the whole capacity as the fit (max_model_len_fit = 896 here), so
+# `headroom plan` could propose a --max-model-len vLLM refuses; both now keep the null block
+# out.
 
 
 def _tiny_cpu_plan(kv_bytes: int, max_len: int):
@@ -378,7 +375,6 @@ def test_simulator_max_len_estimate_matches_the_real_capture():
     assert _tiny_cpu_plan(4_000_000, 1024).kv_tokens == 3840  # the real "KV cache size"
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL_NULL_BLOCK)
 def test_doctor_max_len_fit_matches_the_real_capture():
     knobs = Knobs(kv_cache_memory_bytes=1_000_000, max_model_len=2048, block_size=128)
     acc = account(_doctor_model(MODELS["tiny"]), parse_gpu_spec("1xH100"), knobs, VERSION)
@@ -386,7 +382,6 @@ def test_doctor_max_len_fit_matches_the_real_capture():
     assert acc.max_model_len_fit == REAL_CPU_ESTIMATE
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL_NULL_BLOCK)
 def test_doctor_and_simulator_agree_at_the_fit_boundary():
     """8 GiB of KV for Llama-3.1-8B on an H100 is exactly 65,536 tokens (4,096 blocks)."""
     kv_bytes, max_len = 8 * GIB, 65536
