@@ -32,10 +32,10 @@ from headroom.tui.sources import DataSources, LiveSources
 from headroom.tui.store import Store
 
 LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
-DOCTOR_MIN_S = 2.0
-GPU_UNAVAILABLE_RETRY_S = (
-    15.0  # the doctor re-runs at most this often, and only when inputs changed
-)
+DOCTOR_MIN_S = 2.0  # the doctor re-runs at most this often, and only when inputs changed
+GPU_UNAVAILABLE_RETRY_S = 15.0  # no driver / no GPU: look again this seldom, after a while
+GPU_QUICK_RETRIES = 10  # ...but first at the normal rate (a simulator's state appears late)
+TOPOLOGY_RETRY_S = 10.0  # an unreadable topology is read again this often
 
 
 class HeadroomApp(App[int]):
@@ -151,10 +151,17 @@ class HeadroomApp(App[int]):
             self.post_message(msg.ProbeFailed("topology", reason))
             return
 
+        misses = 0
+
         def every(snapshot: Any) -> float:
             # No driver or no GPU rarely changes while running: look again, but seldom.
+            nonlocal misses
             if snapshot is not None and not getattr(snapshot, "available", True):
-                return max(self.interval, GPU_UNAVAILABLE_RETRY_S)
+                misses += 1
+                if misses > GPU_QUICK_RETRIES:
+                    return max(self.interval, GPU_UNAVAILABLE_RETRY_S)
+            else:
+                misses = 0
             return self.interval
 
         await self._repeat(
@@ -166,18 +173,26 @@ class HeadroomApp(App[int]):
 
     @work(exclusive=True, group="topology", exit_on_error=False)
     async def _topology_once(self) -> None:
+        """Read the topology; it does not change while running, so once it is readable this
+        stops. While unreadable (e.g. a simulator that has not written its state yet), it
+        tries again now and then."""
         if not self.sources.gpus_local:
             return
-        try:
-            result = await self.sources.read_topology()
-        except ImportError as exc:
-            self.post_message(msg.ProbeFailed("topology", f"{exc.name} not available"))
-            return
-        except Exception as exc:
-            self.post_message(msg.ProbeFailed("topology", f"{type(exc).__name__}: {exc}"))
-            return
-        if result is not None:
-            self.post_message(msg.TopologyRead(*result))
+        while True:
+            try:
+                result = await self.sources.read_topology()
+            except ImportError as exc:
+                self.post_message(msg.ProbeFailed("topology", f"{exc.name} not available"))
+                return
+            except Exception as exc:
+                self.post_message(msg.ProbeFailed("topology", f"{type(exc).__name__}: {exc}"))
+                return
+            if result is not None:
+                self.post_message(msg.TopologyRead(*result))
+            matrix = result[0] if result else None
+            if self.sources.one_shot or result is None or matrix.confidence != "unreadable":
+                return
+            await asyncio.sleep(TOPOLOGY_RETRY_S)
 
     @work(exclusive=True, group="logs", exit_on_error=False)
     async def _log_loop(self) -> None:

@@ -215,7 +215,12 @@ class LiveSources(DataSources):
         if self._nvml_probe is None:
             from headroom.probes.nvml import NvmlProbe
 
-            self._nvml_probe = NvmlProbe()
+            try:
+                # Retry a failed init soon: a simulator writes its GPU state a moment after
+                # launch, and a driver being loaded should show up quickly too.
+                self._nvml_probe = NvmlProbe(retry_init_s=2.0)
+            except TypeError:
+                self._nvml_probe = NvmlProbe()
         return await self._nvml_probe.sample()
 
     async def read_topology(self) -> tuple[Any, list[Any]] | None:
