@@ -302,7 +302,7 @@ async def _healthy(sup: Supervisor, client: httpx.AsyncClient) -> bool:
 
 async def _sample_metrics(sup: Supervisor, client: httpx.AsyncClient) -> None:
     if sup.scrape_metrics:
-        probe = getattr(sup, "_metrics_probe", None)
+        probe = sup._metrics_probe
         if probe is None:
             try:
                 from headroom.probes.metrics import MetricsProbe
@@ -313,9 +313,19 @@ async def _sample_metrics(sup: Supervisor, client: httpx.AsyncClient) -> None:
             sup._metrics_probe = probe
         if probe:
             try:
-                sup.stats.observe_metrics(await probe.scrape())
-            except Exception:
-                pass
+                metrics = await probe.scrape()
+            except Exception as exc:  # a probe must not stop the watching
+                metrics = None
+                state, message = "error", repr(exc)
+            else:
+                sup.stats.observe_metrics(metrics)
+                state, message = metrics.state, metrics.message
+            if state != sup._metrics_state:  # say it once per change, not every scrape
+                if state != "up":
+                    sup.emit("notice", f"/metrics {state}: {message or 'no detail'}")
+                elif sup._metrics_state is not None:
+                    sup.emit("notice", "/metrics answers again")
+                sup._metrics_state = state
     nvml = _probe(sup)
     if nvml is not None:
         try:

@@ -135,6 +135,8 @@ class Supervisor:
         self._last_progress: float = 0.0
         self._failure_seen_at: float | None = None
         self._ready_timeout: float | None = None
+        self._metrics_probe = None
+        self._metrics_state: str | None = None
         self._health_failures = 0
         self._last_metrics_at = 0.0
         self._stopping = False
@@ -267,6 +269,8 @@ class Supervisor:
         self._health_failures = 0
         self._stopping = False
         self._ready_timeout = None
+        self._metrics_probe = None  # bound to the watcher's HTTP client and this run's URL
+        self._metrics_state: str | None = None
 
     def _journal_new_run(self, argv: list[str], reason: str | None) -> None:
         record = RunRecord(

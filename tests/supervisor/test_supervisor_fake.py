@@ -185,8 +185,10 @@ async def test_metrics_500_does_not_disturb_supervision(tmp_path, cleanup):
     cleanup(sup)
     await sup.start()
     assert await sup.wait_ready(timeout_s=30)
-    await wait_for(lambda: sup._last_metrics_at > 0, 10)
+    await wait_for(lambda: any(e.message.startswith("/metrics ") for e in events), 10)
     assert sup.state == ServerState.READY
+    notices = [e.message for e in events if e.message.startswith("/metrics ")]
+    assert len(notices) == 1 and "500" in notices[0], notices  # said once, with the cause
 
 
 async def test_log_flood_is_read_in_bounded_steps(tmp_path, cleanup):
