@@ -178,6 +178,13 @@ async def test_kv_pressure_plan_makes_preemptions_fall(tmp_path, stop_after):
     after = await _preemptions(sup)
     print(f"preemptions {before} -> {after} after {actions[0].knob}={actions[0].value}")
     assert after < before, (actions[0], before, after)
+    # The first run's journal record carries what was measured while it served.
+    first = sup.journal.records()[0]
+    assert first.outcome == "restarted"
+    assert first.summary["throughput_tok_s"] and first.summary["throughput_tok_s"] > 0
+    assert first.summary["ttft_p95_s"] is not None
+    assert first.summary["peak_kv_usage"] and first.summary["peak_kv_usage"] > 0.9
+    assert any(f["id"] == "kv-full-preemptions" for f in first.findings)
 
 
 async def test_plan_that_cannot_start_rolls_back_to_the_last_good(tmp_path, stop_after):
