@@ -115,9 +115,11 @@ def test_journal_survives_kill_9_of_the_writer(tmp_path):
             [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True
         )
         try:
-            time.sleep(0.6 + 0.13 * round_no)
+            first = proc.stdout.readline()  # it is writing now (however slow the machine)
+            time.sleep(0.05 + 0.07 * round_no)  # then kill it somewhere mid-stream
             os.kill(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate(timeout=10)
+            out = first + out
         finally:
             if proc.poll() is None:
                 proc.kill()
