@@ -9,7 +9,7 @@ from textual.widgets import Static
 from headroom.tui import format as fmt
 from headroom.tui.widgets.cheap_update import set_markup
 
-CELL_WIDTH = 38  # "0 ████████ 100% 79.1/79.6G 700W" plus a gap
+CELL_WIDTH = 38  # "▶0 ██████ 100%  79.1/80G 700 W" plus a gap
 
 
 def _mem_fraction(gpu: Any) -> float | None:
@@ -18,9 +18,19 @@ def _mem_fraction(gpu: Any) -> float | None:
     return None
 
 
+def _marker(gpu: Any) -> str:
+    """▶ = a vLLM worker runs here; ! = another process holds memory on this GPU."""
+    processes = gpu.processes or ()
+    if any(not p.is_vllm and (p.used_memory_bytes or 0) > 0 for p in processes):
+        return "[$warning]![/]"
+    if any(p.is_vllm for p in processes):
+        return "[$accent]▶[/]"
+    return " "
+
+
 def gpu_cell(gpu: Any) -> str:
     if gpu.lost:
-        return f"[b]{gpu.index}[/b] [$error]lost (fell off the bus)[/]"
+        return f" [b]{gpu.index}[/b] [$error]lost (fell off the bus)[/]"
     util = None if gpu.util_gpu is None else gpu.util_gpu / 100
     mem = _mem_fraction(gpu)
     mem_text = (
@@ -30,7 +40,7 @@ def gpu_cell(gpu: Any) -> str:
     )
     util_var = "$gauge-ok" if util is None or util < 0.95 else "$gauge-warn"
     return (
-        f"[b]{gpu.index}[/b] [{util_var}]{fmt.bar(util, 6)}[/] {fmt.percent(util):>4} "
+        f"{_marker(gpu)}[b]{gpu.index}[/b] [{util_var}]{fmt.bar(util, 6)}[/] {fmt.percent(util):>4} "
         f"{mem_text:>11} {fmt.watts(gpu.power_w):>5}"
     )
 
@@ -44,7 +54,7 @@ class GpuStrip(Static):
     """
 
     def on_mount(self) -> None:
-        self.border_title = "GPUs  util · memory · power"
+        self.border_title = "GPUs  util · memory · power   ▶ vLLM  ! foreign memory"
 
     def show(self, snapshot: Any, unavailable: str | None) -> None:
         if unavailable or snapshot is None or not getattr(snapshot, "available", False):

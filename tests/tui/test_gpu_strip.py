@@ -1,0 +1,31 @@
+"""The dashboard's GPU cells: vLLM GPUs marked, foreign memory flagged, lost GPUs said."""
+
+from __future__ import annotations
+
+from headroom.tui.recorded import recorded_gpus
+from headroom.tui.widgets.gpu_strip import gpu_cell
+
+
+def test_cells_mark_vllm_and_foreign_memory():
+    gpus = recorded_gpus().gpus
+    assert gpu_cell(gpus[0]).startswith("[$accent]▶[/]")
+    assert gpu_cell(gpus[2]).startswith("[$warning]![/]")
+    assert gpu_cell(gpus[3]).startswith(" ")
+    assert "72.4/80G" in gpu_cell(gpus[0]) and "611 W" in gpu_cell(gpus[0])
+
+
+def test_lost_gpu_says_so():
+    import dataclasses
+
+    lost = dataclasses.replace(recorded_gpus().gpus[1], lost=True)
+    assert "lost" in gpu_cell(lost)
+
+
+def test_missing_readings_are_na():
+    import dataclasses
+
+    blank = dataclasses.replace(
+        recorded_gpus().gpus[3], util_gpu=None, memory_used=None, power_w=None, processes=()
+    )
+    cell = gpu_cell(blank)
+    assert "N/A" in cell and "mem N/A" in cell
