@@ -167,6 +167,12 @@ class Journal:
             return found
 
     def _rewrite(self, records: list[RunRecord]) -> None:
+        # Rewrites happen under the lock, so any temporary file here is a killed writer's.
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            try:
+                stale.unlink()
+            except OSError:
+                pass
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         body = "".join(
             json.dumps(r.to_json(), separators=(",", ":"), default=str) + "\n" for r in records

@@ -139,3 +139,5 @@ def test_journal_survives_kill_9_of_the_writer(tmp_path):
                 assert r.outcome == "ready"
         acknowledged = max(acknowledged, max(printed, default=-1))
     assert acknowledged > 0  # the writer did get to write
+    Journal(path).update("run-0", notes="0")
+    assert not list(tmp_path.glob(".runs.jsonl.*.tmp"))  # killed rewrites leave nothing behind
