@@ -29,3 +29,28 @@ def test_missing_readings_are_na():
     )
     cell = gpu_cell(blank)
     assert "N/A" in cell and "mem N/A" in cell
+
+
+async def test_dashboard_shows_one_row_per_engine_when_data_parallel(recorded_app):
+    import dataclasses
+
+    from tui_helpers import screen_text, settle
+
+    from headroom.tui import recorded
+
+    base = recorded.recorded_metrics()
+    engines = tuple(
+        dataclasses.replace(base.total, engine=str(i), kv_cache_usage=usage)
+        for i, usage in enumerate((0.95, 0.41))
+    )
+    app = recorded_app()
+    app.sources.scrape_metrics = lambda: _value(dataclasses.replace(base, engines=engines))
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "engine 0" in text and "95%" in text
+        assert "engine 1" in text and "41%" in text
+
+
+async def _value(value):
+    return value

@@ -37,7 +37,9 @@ class DashboardScreen(HeadroomScreen):
         if what in {"all", "metrics", "server"}:
             self.query_one(ServerFacts).show(store.server.command, engine)
             self.query_one(ServerNotice).show(store)
-            self.query_one(KvPanel).show(engine, list(store.kv_history), metrics_reason)
+            kv_panel = self.query_one(KvPanel)
+            kv_panel.show(engine, list(store.kv_history), metrics_reason)
+            kv_panel.show_engines(store.metrics if engine is not None else None)
             self.query_one(ServingStats).show(engine, metrics_reason)
         if what in {"all", "gpus"}:
             self.query_one(GpuStrip).show(store.gpus, store.unavailable.get("gpus"))

@@ -6,6 +6,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widgets import Static
 
 from headroom.tui import format as fmt
@@ -34,6 +35,8 @@ class KvPanel(Vertical):
     KvPanel > #kv-gauge { height: 1; }
     KvPanel > #kv-detail { height: 1; }
     KvPanel > #kv-history { height: 1; }
+    KvPanel > #kv-engines { height: auto; display: none; }
+    KvPanel > #kv-engines.-shown { display: block; }
     """
 
     def compose(self) -> ComposeResult:
@@ -42,9 +45,22 @@ class KvPanel(Vertical):
         # A text sparkline, one cell per scrape: cheaper to draw than Textual's Sparkline
         # (which blends a colour per cell) and it never averages a spike away.
         yield Static(id="kv-history")
+        yield Static(id="kv-engines")
 
     def on_mount(self) -> None:
         self.border_title = "KV cache"
+
+    def show_engines(self, metrics: Any) -> None:
+        """One line per data-parallel engine (or served model) when there is more than one:
+        an imbalance between engines is invisible in the totals."""
+        widget = self.query_one("#kv-engines", Static)
+        rows = []
+        for label, group in (("engine", "engines"), ("model", "models")):
+            items = tuple(getattr(metrics, group, ()) or ()) if metrics is not None else ()
+            if len(items) > 1:
+                rows += [_engine_row(label, item) for item in items]
+        widget.set_class(bool(rows), "-shown")
+        set_markup(widget, "\n".join(rows))
 
     def show(self, engine: Any, history: list[float], unavailable: str | None) -> None:
         gauge = self.query_one("#kv-gauge", Static)
@@ -85,3 +101,14 @@ def _detail_text(engine: Any) -> str:
     else:
         parts.append("headroom N/A")
     return "  ".join(parts)
+
+
+def _engine_row(label: str, item: Any) -> str:
+    name = item.engine if label == "engine" else item.model_name
+    usage = item.kv_cache_usage
+    return (
+        f"[$text-muted]{label}[/] [b]{escape(str(name))}[/] "
+        f"[{gauge_variable(usage)}]{fmt.bar(usage, 10)}[/] {fmt.percent(usage):>4}  "
+        f"running {fmt.count(item.requests_running)}  waiting {fmt.count(item.requests_waiting)}  "
+        f"preempt {fmt.rate(item.preemptions_per_s)}"
+    )
