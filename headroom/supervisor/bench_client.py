@@ -101,7 +101,9 @@ class OpenAIClient:
         splits words into several tokens). 1.0 when the server reports no usage."""
         result = RequestResult(started_at=time.monotonic())
         await self.send(model, RequestShape(words, 1), result, rng)
-        if result.error is None and result.prompt_tokens:
+        # Only `usage` matters here: a one-token answer may decode to empty text, which
+        # send() reports as "no token", yet the prompt count is exact.
+        if result.prompt_tokens:
             self.tokens_per_word = min(8.0, max(0.25, result.prompt_tokens / words))
         return self.tokens_per_word
 

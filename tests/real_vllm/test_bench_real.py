@@ -42,11 +42,17 @@ async def test_short_ramp_against_real_vllm(real_vllm_server) -> None:
         assert step.ttft_p50 is not None and step.itl_p50 is not None
         # Real usage came back: vLLM honoured max_tokens with ignore_eos.
         assert step.mean_output_tokens is not None and 16 <= step.mean_output_tokens <= 32
-        assert step.mean_prompt_tokens is not None and step.mean_prompt_tokens > 10
+        # Synthetic prompts were calibrated to the tiny tokenizer (targets 32-96 tokens).
+        assert step.mean_prompt_tokens is not None and 20 <= step.mean_prompt_tokens <= 160
         # Server-side figures from the real /metrics.
         assert step.kv_usage_peak is not None and 0 <= step.kv_usage_peak <= 1
         assert step.waiting_peak is not None and step.preemptions is not None
     # More concurrency must not make the server slower overall (batching works on CPU too).
     assert result.steps[1].output_tokens_per_s > 0.8 * result.steps[0].output_tokens_per_s
     assert result.workload["model"] == real_vllm_server.model_name
+    assert result.workload["tokens_per_word"] > 0
+    print(
+        f"tokens/word {result.workload['tokens_per_word']}; prompt means "
+        f"{[round(s.mean_prompt_tokens) for s in result.steps]}"
+    )
     assert result.knee.reason

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,3 +113,22 @@ def test_any_stream_never_raises(lines: list[str], endpoint: str) -> None:
     assert result.output_tokens >= 0
     assert result.prompt_tokens is None or result.prompt_tokens >= 0
     assert len(result.token_times) <= len(lines)
+
+
+async def test_calibration_uses_usage_even_when_the_one_token_is_empty() -> None:
+    import random
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        words = len(body["prompt"].split())
+        lines = [
+            {"choices": [{"text": "", "finish_reason": "length"}]},
+            {"choices": [], "usage": {"prompt_tokens": 3 * words, "completion_tokens": 1}},
+        ]
+        text = "".join(f"data: {json.dumps(c)}\n\n" for c in lines) + "data: [DONE]\n\n"
+        return httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        client = OpenAIClient("http://test", http)
+        ratio = await client.calibrate("m", random.Random(0))
+    assert ratio == pytest.approx(3.0, rel=0.05)
