@@ -16,7 +16,12 @@ import sys
 from pathlib import Path
 
 from headroom.supervisor.bench import BenchConfig, BenchError, BenchProgress, run_bench
-from headroom.supervisor.bench_compare import compare_runs, comparison_to_json, render_comparison
+from headroom.supervisor.bench_compare import (
+    compare_runs,
+    comparison_markdown,
+    comparison_to_json,
+    render_comparison,
+)
 from headroom.supervisor.bench_journal import record_bench
 from headroom.supervisor.bench_report import summary_text, to_csv, to_markdown
 from headroom.supervisor.bench_workload import (
@@ -182,6 +187,8 @@ def compare_main(args: argparse.Namespace) -> int:
     rows = compare_runs(Journal().records())
     if args.json:
         sys.stdout.write(json.dumps(comparison_to_json(rows), indent=2) + "\n")
+    elif args.markdown:
+        sys.stdout.write(comparison_markdown(rows))
     else:
         sys.stdout.write(render_comparison(rows) + "\n")
     return 0

@@ -236,6 +236,15 @@ def render_comparison(rows: Sequence[ComparisonRow]) -> str:
     return "\n".join(lines)
 
 
+def comparison_markdown(rows: Sequence[ComparisonRow]) -> str:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(COMPARISON_HEADERS) + " |", "|" + "---|" * len(COMPARISON_HEADERS)]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in comparison_cells(rows)]
+    return "\n".join(lines) + "\n"
+
+
 def comparison_to_json(rows: Sequence[ComparisonRow]) -> list[dict]:
     from dataclasses import asdict
 

@@ -142,6 +142,11 @@ def test_journal_gets_the_bench_on_the_run_of_that_port(
     assert "sk-test-key" not in (data_dir / "runs.jsonl").read_text()
     assert bench_cli.main(["--compare"]) == 0
     assert "TP=1" in capsys.readouterr().out
+    assert bench_cli.main(["--compare", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| configuration |") and "| TP=1 |" in out
+    assert bench_cli.main(["--compare", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["run_id"] == "r-this"
 
 
 def test_bad_arguments_exit_2(capsys) -> None:
