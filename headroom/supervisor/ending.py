@@ -3,6 +3,7 @@ finishing a failed run (diagnosis, journal, state), and asking the doctor about 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -102,7 +103,7 @@ async def stop_process(sup: Supervisor) -> None:
     if report.orphans_killed:
         sup.emit("notice", f"killed stray processes that left the group: {report.orphans_killed}")
     probe = _probe(sup)
-    if probe is not None:
+    if probe is not None and getattr(await asyncio.to_thread(probe.read), "available", False):
         sup.emit("memory", "waiting for the GPUs to release the server's memory")
         released, message = await pf.wait_memory_released(
             probe, report.pids, gpu_indices(sup), timeout_s=sup.memory_timeout_s

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import time
 from collections.abc import Sequence
 
@@ -29,6 +30,10 @@ COLUMNS = (
     "itl_p95_s",
     "memory_peak_gib",
     "notes",
+)
+# vLLM's log-line prefix: "(EngineCore pid=1) ERROR 11-29 12:55:37 [core.py:1510] "
+_LOG_PREFIX = re.compile(
+    r"^(\(\w+ pid=\d+\) )?(ERROR|WARNING|INFO|DEBUG) [\d-]+ [\d:]+ \[[^\]]*\] "
 )
 # Flags that say nothing about the configuration under comparison.
 _NOISE = {"--port", "--host", "--api-key", "--served-model-name", "--model"}
@@ -100,7 +105,7 @@ def row(record: RunRecord) -> dict[str, object]:
     if record.trigger:
         notes.append(record.trigger)
     if record.reason:
-        notes.append(record.reason)
+        notes.append(_LOG_PREFIX.sub("", record.reason))
     if record.changes:
         notes.append("changed " + ", ".join(f"{k}={v}" for k, v in record.changes.items()))
     if record.findings:

@@ -42,7 +42,7 @@ def journal(tmp_path, monkeypatch):
             model="Qwen/Qwen3-8B",
             flags=["--max-model-len", "65536", "-tp", "2"],
             outcome="failed",
-            reason="max_seq_len_exceeds_kv",
+            reason="(EngineCore pid=7) ERROR 11-29 11:30:44 [core.py:1510] ValueError: To serve",
             changes={"max_model_len": 65536},
             bench={
                 "steps": [
@@ -76,6 +76,8 @@ def test_csv_round_trips(journal, capsys):
     # the bench's knee step is the operating point of r2
     assert float(rows[1]["throughput_tok_s"]) == 900.0
     assert "changed max_model_len=65536" in rows[1]["notes"]
+    assert "ValueError: To serve" in rows[1]["notes"]
+    assert "pid=7" not in rows[1]["notes"]  # the log-line prefix is noise in a table
 
 
 def test_json_and_markdown(journal, capsys):
