@@ -165,3 +165,19 @@ def test_unreachable_server_exits_1(capsys) -> None:
 def test_wrong_key_exit_1(server, workload, capsys) -> None:
     assert bench_cli.main([server.url, *QUICK, workload, "--api-key", "nope"]) == 1
     assert "API key" in capsys.readouterr().err
+
+
+def test_progress_bar_rewrites_one_line_and_is_silent_off_a_tty() -> None:
+    from headroom.supervisor.bench import BenchProgress
+
+    stream = io.StringIO()
+    bar = bench_cli.ProgressBar(True, stream)
+    bar(BenchProgress("warmup", None, 1, 3, 0.0, 0.0, 0, 0))
+    bar(BenchProgress("step", 1, 2, 3, 0.5, 0.5, 7, 1))
+    text = stream.getvalue()
+    assert text.count("\r") == 2 and "\n" not in text
+    assert "warm-up at concurrency 1" in text
+    assert " 50%" in text and "step 2/3: concurrency 2, 7 done, 1 errors" in text
+    quiet = io.StringIO()
+    bench_cli.ProgressBar(False, quiet)(BenchProgress("step", 0, 1, 1, 1.0, 1.0, 1, 0))
+    assert quiet.getvalue() == ""
