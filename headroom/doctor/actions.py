@@ -13,6 +13,38 @@ from headroom.doctor.findings import Action
 from headroom.doctor.memory_model import GIB, heads_valid, kv_bytes_per_token
 
 MAX_UTILIZATION = 0.95  # above this the CUDA context and graphs have no room left
+MARGIN = 0.01  # of the GPU, on top of a computed utilization: estimates err by ~0.8 GiB
+
+
+def largest_known_gpu_gib() -> float:
+    """The largest CUDA total in the built-in GPU table: no raise of utilization can give
+    more than (0.95 - current) x this, whatever the (unknown) GPU."""
+    from headroom.doctor.gpu_table import GPUS
+
+    return max(g.usable_gib for g in GPUS)
+
+
+def budget_raise_verdict(ctx, extra_gib: float | None) -> str:
+    """Can raising the KV budget by `extra_gib` per GPU close the gap?
+
+    "closes": --kv-cache-memory-bytes is set (raising it by the gap is exact), or a
+    utilization <= 0.95 covers the gap on this GPU; with the GPU unknown, on the smallest
+    GPU the log allows (a raise of d gives d x total GiB, and total is at least that).
+    "maybe": only on a larger GPU than the log proves, up to the largest known one.
+    "cannot": no utilization <= 0.95 covers it. "unknown": no gap size."""
+    if ctx.knobs.kv_cache_memory_bytes:
+        return "closes"
+    if not extra_gib or extra_gib <= 0:
+        return "unknown"
+    room = MAX_UTILIZATION + 0.005 - ctx.utilization
+    total = getattr(ctx, "gpu_total", None)
+    if total is not None:
+        gib, exact = total
+        if room >= extra_gib / gib + MARGIN:
+            return "closes"
+        if exact:
+            return "cannot"
+    return "maybe" if room * largest_known_gpu_gib() >= extra_gib else "cannot"
 
 
 def floor2(x: float) -> float:
@@ -41,20 +73,31 @@ def raise_kv_budget(
             target = current * 1.2
         mib = 2**20
         new = int(math.ceil(target / mib) * mib)
-        return Action(
-            "kv_cache_memory_bytes",
-            "raise",
-            new,
-            why,
-            "less memory left for activations and CUDA graphs; OOM risk if set too high",
-        )
+        cost = "less memory left for activations and CUDA graphs; OOM risk if set too high"
+        if _cpu_backend(ctx):
+            cost = "on the CPU backend the KV cache is RAM: keep it within the node's free RAM"
+        return Action("kv_cache_memory_bytes", "raise", new, why, cost)
     util = ctx.utilization
-    usable = ctx.gpu.min_usable_gib if ctx.gpu else None
+    total = getattr(ctx, "gpu_total", None)
+    if total is None and ctx.gpu is not None:
+        total = (ctx.gpu.min_usable_gib, True)
     if extra_gib and extra_gib > 0.005:
         why = f"{why} (about {extra_gib:.2f} GiB more KV per GPU)"
-    step = (extra_gib / usable + 0.01) if (extra_gib and usable) else 0.03
-    if util + step > MAX_UTILIZATION + 0.005 and extra_gib and usable:
-        return None  # no utilization this GPU allows covers the shortfall: other knobs must
+    verdict = budget_raise_verdict(ctx, extra_gib)
+    if verdict == "cannot":
+        return None  # no utilization <= 0.95 covers the shortfall: other knobs must
+    if verdict == "maybe":
+        # The GPU's size is not known, and only a GPU larger than the log proves would do.
+        need = extra_gib / (MAX_UTILIZATION - util) if MAX_UTILIZATION > util else None
+        if need:
+            why = f"{why}; enough only on a GPU of at least {need:.0f} GiB"
+        step = MAX_UTILIZATION - util
+    elif extra_gib and total is not None:
+        # sized on the GPU's total, or on the smallest total the log allows (a larger GPU
+        # then gets a little more KV than needed, never less)
+        step = extra_gib / total[0] + MARGIN
+    else:
+        step = 0.03
     new = min(ceil2(util + step), MAX_UTILIZATION)
     if new <= util + 1e-9:
         return None
@@ -65,6 +108,12 @@ def raise_kv_budget(
         why,
         "less slack for the CUDA context, graphs and other processes on the GPU",
     )
+
+
+def _cpu_backend(ctx) -> bool:
+    """vLLM's CPU backend says so in its engine config line and its worker's name."""
+    lines = getattr(ctx, "raw_lines", None) or []
+    return any("device_config=cpu" in line or "[cpu_worker.py:" in line for line in lines)
 
 
 def lower_utilization(ctx, target: float | None, why: str) -> Action | None:

@@ -149,6 +149,17 @@ class Context:
             return None
         return with_log_facts(acc, self.facts) if self.events else acc
 
+    @cached_property
+    def gpu_total(self) -> tuple[float, bool] | None:
+        """CUDA's total memory per GPU in GiB, and whether it is exact: the GPU spec's, else
+        what the log says (see log_memory.gpu_total_from_log), else None."""
+        if self.gpu is not None:
+            return self.gpu.min_usable_gib, True
+        from headroom.doctor.log_memory import gpu_total_from_log
+
+        weights = getattr(self.facts, "weights_gib", None)
+        return gpu_total_from_log(self.raw_lines, self.utilization, weights)
+
     def of(self, *kinds: str) -> list[LE.Event]:
         return LE.lines_of(self.events, *kinds)
 

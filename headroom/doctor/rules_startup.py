@@ -14,10 +14,13 @@ Directions (the brief's mitigation order, never the other way round):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from headroom.doctor import actions as A
 from headroom.doctor import log_events as LE
 from headroom.doctor.findings import Action, Finding
-from headroom.doctor.memory_model import GIB, kv_bytes_per_token
+from headroom.doctor.log_memory import available_kv_from_log
+from headroom.doctor.memory_model import GIB, fit_len, kv_bytes_per_token
 
 
 def _compact(actions) -> tuple[Action, ...]:
@@ -50,11 +53,31 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
             )
         why_budget = "one request at max_model_len must fit in the KV cache"
         scale = max_len / estimate if (estimate and max_len) else None
-        acts = [
-            A.raise_kv_budget(ctx, extra if extra and extra > 0.005 else None, why_budget, scale)
-        ]
-        if estimate:
-            acts.append(A.lower_max_model_len(int(estimate), "vLLM's own estimate of what fits"))
+        gap = extra if extra and extra > 0.005 else None
+        budget = A.raise_kv_budget(ctx, gap, why_budget, scale)
+        shorter = (
+            A.lower_max_model_len(int(estimate), "vLLM's own estimate of what fits")
+            if estimate
+            else None
+        )
+        # The budget raise leads only when it can close the gap: --kv-cache-memory-bytes
+        # (raised by the gap, exactly), or a utilization <= 0.95 that covers it on this GPU
+        # (or on the smallest GPU the log allows). Else vLLM's own estimate leads, and the
+        # raise stays (later) only if some larger GPU could make it enough.
+        verdict = A.budget_raise_verdict(ctx, gap)
+        if verdict != "closes" and shorter is not None:
+            total = ctx.gpu_total
+            if gap is not None and total is not None:
+                room = max(A.MAX_UTILIZATION - ctx.utilization, 0.0)
+                evidence.append(
+                    f"GPU total {'' if total[1] else 'at least '}{total[0]:.2f} GiB: "
+                    f"gpu_memory_utilization {ctx.utilization:.2f} -> {A.MAX_UTILIZATION} adds "
+                    f"{'' if total[1] else 'about '}{room * total[0]:.2f} GiB, "
+                    f"not the {gap:.2f} GiB needed"
+                )
+            acts = [shorter, budget]
+        else:
+            acts = [budget, shorter]
         acts.append(A.fp8_kv(ctx, "halves the KV bytes per token, so twice the tokens fit"))
         acts.append(
             A.raise_tp(
@@ -89,13 +112,25 @@ def no_cache_memory(ctx) -> list[Finding]:
             f"overhead {acc.overhead_gib:.2f} GiB against a budget of {acc.budget_gib:.2f} GiB per GPU"
         )
     tp = A.lowest_fitting_tp(ctx)
-    acts = [
-        A.raise_kv_budget(ctx, None, "the weights and activations leave nothing for the KV cache"),
-        A.raise_tp(ctx, tp, "the weights do not leave room for a KV cache on this many GPUs"),
+    why = "the weights and activations leave nothing for the KV cache"
+    batched = (
         A.lower_batched_tokens(acc.batched_tokens, "a smaller activation peak leaves room for KV")
         if acc
-        else None,
-    ]
+        else None
+    )
+    wider = A.raise_tp(ctx, tp, "the weights do not leave room for a KV cache on this many GPUs")
+    sizing = _no_cache_sizing(ctx, acc)
+    if sizing is None:  # no model shape: the gap is unknown
+        acts = [A.raise_kv_budget(ctx, None, why), wider, batched]
+    else:
+        gap, one_request, max_len, evidence_line = sizing
+        evidence.append(evidence_line)
+        budget = A.raise_kv_budget(ctx, gap, f"{why}; one request of {max_len:,} tokens must fit")
+        if A.budget_raise_verdict(ctx, gap) == "closes":
+            acts = [budget, wider, batched]
+        else:
+            shorter = _no_cache_shorter_first(ctx, gap - one_request, evidence)
+            acts = [*shorter, wider, batched]
     return [
         Finding(
             "no-cache-memory",
@@ -106,6 +141,70 @@ def no_cache_memory(ctx) -> list[Finding]:
             _compact(acts),
         )
     ]
+
+
+def _no_cache_sizing(ctx, acc):
+    """(gap GiB, one request GiB, max_model_len, evidence): the KV memory per GPU that one
+    request of the effective max_model_len needs (cdiv(len, block) blocks plus the block
+    pool's null block), plus what the budget is already short by (vLLM's "Available KV cache
+    memory" when it printed it, else the estimate)."""
+    model = ctx.model
+    if model is None:
+        return None
+    max_len = ctx.knobs.max_model_len or getattr(model, "max_position_embeddings", None)
+    if not max_len:
+        return None
+    knobs = ctx.knobs
+    tp = acc.tp if acc else knobs.tp
+    pp = acc.pp if acc else knobs.pp
+    block = max(knobs.block_size, 1)
+    per = kv_bytes_per_token(model, tp, pp, knobs.kv_cache_dtype)
+    one_request = (-(-max_len // block) + 1) * block * per / GIB
+    short = available_kv_from_log(ctx.raw_lines)
+    if short is None and acc is not None:
+        short = acc.kv_cache_gib
+    short = min(short or 0.0, 0.0)
+    gap = one_request - short
+    line = (
+        f"one request of {max_len:,} tokens needs {one_request:.2f} GiB of KV per GPU"
+        + (f", and the budget is already {-short:.2f} GiB short" if short < 0 else "")
+        + f": {gap:.2f} GiB more"
+    )
+    return gap, one_request, max_len, line
+
+
+def _no_cache_shorter_first(ctx, already_short: float, evidence: list) -> list:
+    """No utilization <= 0.95 holds one request of max_model_len: lower max_model_len to
+    what 0.95 holds (applied with the utilization raise, which alone gives KV memory), or,
+    when even 0.95 leaves no KV memory, leave it to TP."""
+    total = ctx.gpu_total
+    if total is None or ctx.model is None:
+        return []
+    util = A.MAX_UTILIZATION
+    knobs = ctx.knobs
+    block = max(knobs.block_size, 1)
+    per = kv_bytes_per_token(ctx.model, knobs.tp, knobs.pp, knobs.kv_cache_dtype)
+    # KV memory per GPU at 0.95 (less the usual margin): what the raise adds, less the
+    # shortfall the budget already has
+    kv_at_max = (util - ctx.utilization - A.MARGIN) * total[0] - already_short
+    blocks = int(kv_at_max * GIB // (per * block)) if kv_at_max > 0 else 0
+    fit = fit_len(blocks * block, block, getattr(ctx.model, "max_position_embeddings", None))
+    evidence.append(
+        f"at gpu_memory_utilization {util} the KV cache gets about {max(kv_at_max, 0):.2f} GiB "
+        f"per GPU: one request of at most {fit:,} tokens"
+    )
+    if fit < 16:
+        return []  # the weights barely fit at all: more GPUs (TP) it is
+    shorter = A.lower_max_model_len(fit, f"what gpu_memory_utilization {util} holds")
+    shorter = replace(shorter, also=(("gpu_memory_utilization", util),))
+    raise_util = Action(
+        "gpu_memory_utilization",
+        "raise",
+        util,
+        f"gives the KV cache memory at all; with max_model_len <= {shorter.value:,}",
+        "less slack for the CUDA context, graphs and other processes on the GPU",
+    )
+    return [shorter, raise_util]
 
 
 def kv_capacity_thin(ctx) -> list[Finding]:
