@@ -1,0 +1,182 @@
+"""The worker loops that feed the app: one per probe, each posting what it read.
+
+Each loop waits for its read to finish before sleeping for the interval, so reads never
+overlap and a slow probe only delays itself. A probe that raises is reported with
+`ProbeFailed` (its panel says why) and, unless it cannot work at all (module missing), is
+tried again next round. Recorded sources (`one_shot`) answer once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections import deque
+from typing import Any
+
+from textual import work
+
+from headroom.tui import messages as msg
+
+LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
+DOCTOR_MIN_S = 2.0  # the doctor re-runs at most this often, and only when inputs changed
+GPU_UNAVAILABLE_RETRY_S = 15.0  # no driver / no GPU: look again this seldom, after a while
+GPU_QUICK_RETRIES = 10  # ...but first at the normal rate (a simulator's state appears late)
+TOPOLOGY_RETRY_S = 10.0  # an unreadable topology is read again this often
+
+
+class ProbeLoops:
+    """Mixin for `HeadroomApp`: needs `sources`, `store`, `interval`, `post_message` and
+    `_data_version` / `_diagnosed_version` counters."""
+
+    def _start_loops(self) -> None:
+        self._server_loop()
+        self._metrics_loop()
+        self._gpu_loop()
+        self._topology_once()
+        self._log_loop()
+        self._doctor_loop()
+        self._runs_once()
+
+    async def _repeat(self, name: str, read, post, every) -> None:
+        """Run `read` forever (once for recorded sources), posting what it returns.
+        The next read starts only after this one finished: a slow probe delays itself and
+        nothing else."""
+        while True:
+            started = asyncio.get_running_loop().time()
+            try:
+                result = await read()
+            except ImportError as exc:
+                self.post_message(msg.ProbeFailed(name, f"{exc.name or 'module'} not available"))
+                return
+            except Exception as exc:  # a probe bug must not take the dashboard down
+                self.post_message(msg.ProbeFailed(name, f"{type(exc).__name__}: {exc}"))
+            else:
+                if result is not None:
+                    post(result)
+            if self.sources.one_shot:
+                return
+            elapsed = asyncio.get_running_loop().time() - started
+            wait = every(result) if callable(every) else every
+            await asyncio.sleep(max(0.0, wait - elapsed))
+
+    @work(exclusive=True, group="server", exit_on_error=False)
+    async def _server_loop(self) -> None:
+        try:
+            await self.sources.start()
+        except Exception as exc:
+            self.post_message(msg.ServerStateChanged("failed", f"could not start: {exc}"))
+        if await self.sources.read_server_state() is None:
+            return  # attached only: no supervisor state to follow
+
+        def post(result: tuple[str, str | None]) -> None:
+            state, detail = result
+            server = self.store.server
+            if (state, detail) != (server.state, server.detail):
+                self.post_message(msg.ServerStateChanged(state, detail))
+
+        await self._repeat("server", self.sources.read_server_state, post, min(self.interval, 0.5))
+
+    @work(exclusive=True, group="metrics", exit_on_error=False)
+    async def _metrics_loop(self) -> None:
+        await self._repeat(
+            "metrics",
+            self.sources.scrape_metrics,
+            lambda snap: self.post_message(msg.MetricsScraped(snap)),
+            self.interval,
+        )
+
+    @work(exclusive=True, group="gpus", exit_on_error=False)
+    async def _gpu_loop(self) -> None:
+        if not self.sources.gpus_local:
+            reason = self.sources.gpus_remote_reason or "GPUs not local"
+            self.post_message(msg.ProbeFailed("gpus", reason))
+            self.post_message(msg.ProbeFailed("topology", reason))
+            return
+
+        misses = 0
+
+        def every(snapshot: Any) -> float:
+            # No driver or no GPU rarely changes while running: look again, but seldom.
+            nonlocal misses
+            if snapshot is not None and not getattr(snapshot, "available", True):
+                misses += 1
+                if misses > GPU_QUICK_RETRIES:
+                    return max(self.interval, GPU_UNAVAILABLE_RETRY_S)
+            else:
+                misses = 0
+            return self.interval
+
+        await self._repeat(
+            "gpus",
+            self.sources.sample_gpus,
+            lambda snap: self.post_message(msg.GpusSampled(snap)),
+            every,
+        )
+
+    @work(exclusive=True, group="topology", exit_on_error=False)
+    async def _topology_once(self) -> None:
+        """Read the topology; it does not change while running, so once it is readable this
+        stops. While unreadable (e.g. a simulator that has not written its state yet), it
+        tries again now and then."""
+        if not self.sources.gpus_local:
+            return
+        while True:
+            try:
+                result = await self.sources.read_topology()
+            except ImportError as exc:
+                self.post_message(msg.ProbeFailed("topology", f"{exc.name} not available"))
+                return
+            except Exception as exc:
+                self.post_message(msg.ProbeFailed("topology", f"{type(exc).__name__}: {exc}"))
+                return
+            if result is not None:
+                self.post_message(msg.TopologyRead(*result))
+            matrix = result[0] if result else None
+            if self.sources.one_shot or result is None or matrix.confidence != "unreadable":
+                return
+            await asyncio.sleep(TOPOLOGY_RETRY_S)
+
+    @work(exclusive=True, group="logs", exit_on_error=False)
+    async def _log_loop(self) -> None:
+        if not self.sources.has_logs:
+            return
+
+        def post(lines: list[str]) -> None:
+            if lines:
+                self.store.add_log_lines(lines)
+                self.post_message(msg.LogLinesPending())
+
+        await self._repeat("logs", self.sources.read_log_lines, post, LOG_POLL_S)
+
+    @work(exclusive=True, group="doctor", exit_on_error=False)
+    async def _doctor_loop(self) -> None:
+        async def read() -> Any:
+            if self._data_version == self._diagnosed_version:
+                return None
+            self._diagnosed_version = self._data_version
+            # The doctor is pure but may take a moment: run it on a thread over a copy,
+            # so the UI thread is never held and the deques are not mutated under it.
+            view = dataclasses.replace(
+                self.store, metrics_history=deque(tuple(self.store.metrics_history))
+            )
+            return await asyncio.to_thread(self.sources.diagnose, view)
+
+        await self._repeat(
+            "doctor",
+            read,
+            lambda d: self.post_message(msg.DiagnosisMade(d)),
+            max(self.interval, DOCTOR_MIN_S),
+        )
+
+    @work(exclusive=True, group="runs", exit_on_error=False)
+    async def _runs_once(self) -> None:
+        try:
+            records = await self.sources.read_runs()
+        except ImportError as exc:
+            self.post_message(msg.ProbeFailed("runs", f"{exc.name} not available"))
+            return
+        except Exception as exc:
+            self.post_message(msg.ProbeFailed("runs", f"{type(exc).__name__}: {exc}"))
+            return
+        if records is not None:
+            self.post_message(msg.RunsLoaded(list(records)))

