@@ -29,6 +29,9 @@ from headroom.tui.screens import SCREEN_TITLES, make_modes
 from headroom.tui.sources import DataSources, LiveSources
 from headroom.tui.store import Store
 
+# Supervisor events worth a line among the dashboard's recent events.
+NOTICE_KINDS = {"restart", "rollback", "crash_backoff", "preflight", "memory", "notice", "launch"}
+
 
 class HeadroomApp(ProbeLoops, App[int]):
     """Watches one vLLM server: dashboard, GPUs, topology, doctor, logs, runs, bench."""
@@ -75,6 +78,7 @@ class HeadroomApp(ProbeLoops, App[int]):
     def on_mount(self) -> None:
         # Table cells carry colours resolved from the theme: redraw them when it changes.
         self.theme_changed_signal.subscribe(self, lambda _theme: self._redraw("theme"))
+        self.sources.on_supervisor_event(self._supervisor_event)
         self.switch_mode(self._start_screen)
         self._start_loops()
 
@@ -139,6 +143,17 @@ class HeadroomApp(ProbeLoops, App[int]):
             server.model = getattr(command, "model", None) or server.model
         self._data_version += 1
         self._redraw("server")
+
+    def _supervisor_event(self, event: Any) -> None:
+        # Called by the supervisor (same event loop); state changes arrive via the state loop.
+        kind = getattr(event, "kind", "")
+        if kind in NOTICE_KINDS:
+            self.post_message(msg.SupervisorNoticed(kind, str(getattr(event, "message", ""))))
+
+    @on(msg.SupervisorNoticed)
+    def _on_supervisor_notice(self, message: msg.SupervisorNoticed) -> None:
+        self.store.add_notice(message.kind, message.message)
+        self._redraw("logs")
 
     @on(msg.RunsLoaded)
     def _on_runs(self, message: msg.RunsLoaded) -> None:

@@ -107,3 +107,12 @@ class RestartFinished(Message):
         self.ok = ok
         self.rolled_back = rolled_back
         self.detail = detail
+
+
+class SupervisorNoticed(Message):
+    """The supervisor reported something (a restart began, a rollback, a crash back-off)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.message = message

@@ -59,6 +59,9 @@ class DataSources:
     def server_info(self) -> ServerInfo:
         return ServerInfo()
 
+    def on_supervisor_event(self, callback: Callable[[Any], None]) -> None:
+        """Call `callback(event)` for each supervisor event (restart, rollback, crash...)."""
+
     def prime(self, store: Store) -> None:
         """Fill the store before the first draw (recorded histories); live sources do nothing."""
 
@@ -164,6 +167,10 @@ class LiveSources(DataSources):
                 listener(event)
 
         supervisor.on_event = fan_out
+
+    def on_supervisor_event(self, callback: Callable[[Any], None]) -> None:
+        if self.supervisor is not None:
+            self._event_listeners.append(callback)
 
     # -- server -----------------------------------------------------------------------
     def server_info(self) -> ServerInfo:

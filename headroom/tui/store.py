@@ -89,6 +89,15 @@ class Store:
     def add_log_lines(self, lines: list[str]) -> None:
         self.log_pending.extend(lines)
 
+    def add_notice(self, kind: str, message: str) -> None:
+        """A supervisor event, kept among the log events (severity by kind)."""
+        from headroom.tui.log_classes import LogEntry
+
+        severity = "warning" if kind in {"rollback", "crash_backoff", "preflight"} else "info"
+        self.events.append(
+            LogEntry(self.log_total, f"headroom: {message}", f"headroom {kind}", severity)
+        )
+
     def take_log_lines(self) -> list[str]:
         """Move pending lines into the kept history and return them (for incremental draws).
         Lines that mean something (a known event, a warning, an error) also become events."""

@@ -163,3 +163,19 @@ async def test_demo_quit_stops_without_asking():
         await pilot.press("q")
         await pilot.pause(0.2)
     assert sup.calls == ["stop"]
+
+
+async def test_supervisor_events_reach_the_dashboard_events_panel():
+    from types import SimpleNamespace
+
+    app, sup = supervised_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        sup.on_event(SimpleNamespace(kind="restart", message="restart: + max_num_seqs 32"))
+        sup.on_event(SimpleNamespace(kind="state", message="ready -> stopping"))  # not a notice
+        await pilot.pause()
+        kinds = [entry.kind for entry in app.store.events]
+        assert kinds == ["headroom restart"]
+        assert "restart: + max_num_seqs 32" in screen_text(app)
+        await pilot.press("q", "d")
+        await pilot.pause(0.2)

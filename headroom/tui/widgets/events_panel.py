@@ -44,7 +44,10 @@ class EventsPanel(Static):
         for entry in events[-rows:]:
             label = entry.kind or entry.severity
             message = fmt.short_message(entry.line, max(10, width - len(label) - 3)) or ""
-            colour = SEVERITY_VARIABLE.get(entry.severity, "$primary")
+            colour = SEVERITY_VARIABLE.get(
+                entry.severity,
+                "$accent" if (entry.kind or "").startswith("headroom") else "$primary",
+            )
             lines.append(f"[{colour}]{escape(label)}[/] {escape(message)}")
         set_markup(self, "\n".join(lines))
 
