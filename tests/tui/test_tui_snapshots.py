@@ -1,7 +1,7 @@
 """SVG snapshots of every screen at 80×24 and 160×48, from recorded probe data and a fixed
 clock (no live simulator), so they only change when the drawing does.
 
-Update after an intended change: .venv/bin/pytest tests/tui/test_snapshots.py --snapshot-update
+Update after an intended change: .venv/bin/pytest tests/tui/test_tui_snapshots.py --snapshot-update
 (The Bench screen hosts the bench owner's widget and is covered by its own tests.)
 """
 
