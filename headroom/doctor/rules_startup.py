@@ -130,7 +130,24 @@ def no_cache_memory(ctx) -> list[Finding]:
             acts = [budget, wider, batched]
         else:
             shorter = _no_cache_shorter_first(ctx, gap - one_request, evidence)
-            acts = [*shorter, wider, batched]
+            if shorter or ctx.gpu_total is not None:
+                acts = [*shorter, wider, batched]
+            else:  # nothing to size by: the raise, with the GPU size it would need
+                acts = [budget, wider, batched]
+            if not _compact(acts):
+                # GPU unknown and no known GPU lets a raise hold one request: some KV memory
+                # first (vLLM then names the length that fits), and say so
+                acts = [
+                    A.raise_kv_budget(ctx, None, f"{why}; alone not enough for {max_len:,} tokens"),
+                    Action(
+                        "max_model_len",
+                        "lower",
+                        None,
+                        f"no gpu_memory_utilization <= {A.MAX_UTILIZATION} holds one request of "
+                        f"{max_len:,} tokens on any GPU we know",
+                        "requests longer than this are rejected",
+                    ),
+                ]
     return [
         Finding(
             "no-cache-memory",

@@ -194,3 +194,27 @@ def test_no_cache_memory_fix_holds_one_request_of_max_model_len(gpus, available,
     assert not any(
         (a.knob, a.direction) == ("gpu_memory_utilization", "lower") for a in top.actions
     )
+
+
+@pytest.mark.parametrize(
+    ("util", "first", "second"),
+    [
+        # Only the error line, GPU unknown. At 0.2 a raise to 0.95 holds 16 GiB more on any
+        # GPU of 16.00 / 0.75 = 21 GiB or more: offered, saying so.
+        ("0.2", ("gpu_memory_utilization", "raise", 0.95), None),
+        # At 0.9 it would take a 16 / 0.05 = 320 GiB GPU: some KV memory first (+0.03), and
+        # max_model_len must come down (advice: no size to compute it from).
+        ("0.9", ("gpu_memory_utilization", "raise", 0.93), ("max_model_len", "lower", None)),
+    ],
+)
+def test_no_cache_memory_with_the_gpu_unknown(util, first, second):
+    command = parse_command(f"{LLAMA} --gpu-memory-utilization {util}".split())
+    diagnosis = diagnose(DoctorInputs(command=command, log=NO_CACHE_ERROR))
+    top = diagnosis.findings[0]
+    assert top.id == "no-cache-memory"
+    got = [(a.knob, a.direction, a.value) for a in top.actions]
+    assert got[0] == first, got
+    if second:
+        assert got[1] == second, got
+    if first[2] == 0.95:
+        assert "at least 21 GiB" in top.actions[0].why
