@@ -170,6 +170,38 @@ def last_good_start_from_journal(sup: Supervisor) -> float | None:
     return None
 
 
+def read_log(sup: Supervisor, *, final: bool = False) -> list[str]:
+    """Pull new lines from the run's log into the digest, ring buffer and listeners."""
+    if sup._tail is None:
+        return []
+    skipped_before = sup._tail.skipped_bytes
+    lines = sup._tail.read_lines(final=final)
+    if sup._tail.skipped_bytes != skipped_before:
+        skipped = sup._tail.skipped_bytes - skipped_before
+        sup.emit(
+            "notice",
+            f"the log grows faster than it can be read: skipped {skipped / 2**20:.0f} MiB "
+            f"of {sup.log_path}",
+        )
+    if not lines:
+        return lines
+    sup._last_progress = time.monotonic()
+    for line in lines:
+        sup.log_lines.append(line)
+        try:
+            event = sup.digest.feed(line)
+        except Exception:  # the log reader must never stop the supervisor
+            event = None
+        if event is not None:
+            on_log_event(sup, event)
+    for listener in list(sup._log_listeners):
+        try:
+            listener(lines)
+        except Exception:
+            pass
+    return lines
+
+
 def on_log_event(sup: Supervisor, event) -> None:
     """React to a classified log line: start-up failures, engine death."""
     from headroom.supervisor.supervisor import ENGINE_DEATH, STARTUP_FAILURES

@@ -420,31 +420,4 @@ class Supervisor:
 
     def read_log(self, *, final: bool = False) -> list[str]:
         """Pull new lines from the run's log into the digest, ring buffer and listeners."""
-        if self._tail is None:
-            return []
-        skipped_before = self._tail.skipped_bytes
-        lines = self._tail.read_lines(final=final)
-        if self._tail.skipped_bytes != skipped_before:
-            skipped = self._tail.skipped_bytes - skipped_before
-            self.emit(
-                "notice",
-                f"the log grows faster than it can be read: skipped {skipped / 2**20:.0f} MiB "
-                f"of {self.log_path}",
-            )
-        if not lines:
-            return lines
-        self._last_progress = time.monotonic()
-        for line in lines:
-            self.log_lines.append(line)
-            try:
-                event = self.digest.feed(line)
-            except Exception:  # the log reader must never stop the supervisor
-                event = None
-            if event is not None:
-                lifecycle.on_log_event(self, event)
-        for listener in list(self._log_listeners):
-            try:
-                listener(lines)
-            except Exception:
-                pass
-        return lines
+        return lifecycle.read_log(self, final=final)
