@@ -100,6 +100,18 @@ def _measured(record: RunRecord, key: str) -> float | None:
 
 
 def row(record: RunRecord) -> dict[str, object]:
+    """One table row; a record this version cannot read still gets a row saying so."""
+    try:
+        return _row(record)
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError, OSError):
+        out: dict[str, object] = dict.fromkeys(COLUMNS)
+        out["run"] = str(record.run_id)
+        out["model"] = str(record.model)
+        out["notes"] = "unreadable record (written by another Headroom version?)"
+        return out
+
+
+def _row(record: RunRecord) -> dict[str, object]:
     peak = _measured(record, "peak_gpu_memory_bytes")
     notes = [record.notes or ""]
     if record.trigger:

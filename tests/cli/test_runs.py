@@ -7,8 +7,11 @@ import io
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from headroom.cli.runs import main
+from headroom.supervisor import journal_table
 from headroom.supervisor.journal import Journal, RunRecord
 
 
@@ -103,3 +106,26 @@ def test_empty_journal(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HEADROOM_DATA_DIR", str(tmp_path))
     assert main([]) == 0
     assert "no runs" in capsys.readouterr().out
+
+
+JUNK = st.one_of(
+    st.none(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=8),
+    st.lists(st.one_of(st.text(max_size=4), st.integers()), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.one_of(st.integers(), st.text(max_size=4)), max_size=3),
+)
+FIELDS = [
+    "time", "model", "flags", "env", "gpus", "summary", "bench", "changes", "findings",
+    "reason", "trigger", "time_to_ready_s", "kv_cache_tokens", "outcome", "topology",
+]  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.sampled_from(FIELDS), JUNK, max_size=8))
+def test_records_from_other_versions_never_break_the_table(data):
+    record = RunRecord.from_json(data)
+    for render in (journal_table.to_text, journal_table.to_csv, journal_table.to_markdown):
+        assert isinstance(render([record]), str)
+    json.loads(journal_table.to_json([record]))
