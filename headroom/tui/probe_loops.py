@@ -18,7 +18,7 @@ from textual import work
 from headroom.tui import messages as msg
 
 LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
-DOCTOR_MIN_S = 2.0  # the doctor re-runs at most this often, and only when inputs changed
+DOCTOR_MIN_S = 5.0  # the doctor re-runs at most this often (it costs ~10 ms), only on new data
 GPU_UNAVAILABLE_RETRY_S = 15.0  # no driver / no GPU: look again this seldom, after a while
 GPU_QUICK_RETRIES = 10  # ...but first at the normal rate (a simulator's state appears late)
 TOPOLOGY_RETRY_S = 10.0  # an unreadable topology is read again this often

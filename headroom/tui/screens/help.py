@@ -11,13 +11,13 @@ from textual.widgets import Static
 from headroom.tui.screens import SCREEN_TITLES
 
 WHAT = {
-    "dashboard": "state, flags, KV cache, queue, latency, tokens/s, GPU strip, top finding",
-    "gpus": "every NVML reading per GPU, processes (vLLM workers named), history",
-    "topology": "nvidia-smi topo -m by link class, the server's GPUs, TP verdict",
-    "doctor": "the five-step check, findings with evidence; enter on an action = restart",
-    "logs": "live vLLM log; e errors, s start-up, n NCCL, / search, f follow",
-    "runs": "the run journal: one row per launch, flags and results side by side",
-    "bench": "concurrency ramp: throughput, latency and the knee",
+    "dashboard": "KV cache, queue, latency, tokens/s, GPUs, top finding",
+    "gpus": "every NVML reading, processes, utilization history",
+    "topology": "topo -m matrix by link class, TP verdict",
+    "doctor": "five steps, evidence; enter on an action: restart",
+    "logs": "e errors  s start-up  n NCCL  / search  f follow",
+    "runs": "the run journal, one row per launch",
+    "bench": "concurrency ramp: throughput, latency, knee",
 }
 
 GLOBAL_KEYS = (
@@ -58,7 +58,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
-        width: 90%; max-width: 100; height: auto; max-height: 90%;
+        width: 96%; max-width: 100; height: auto; max-height: 96%;
         border: round $primary; background: $surface; padding: 0 1;
     }
     """
