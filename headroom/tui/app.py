@@ -80,7 +80,8 @@ class HeadroomApp(ProbeLoops, App[int]):
         self.theme_changed_signal.subscribe(self, lambda _theme: self._redraw("theme"))
         self.sources.on_supervisor_event(self._supervisor_event)
         self.switch_mode(self._start_screen)
-        self._start_loops()
+        # Probes import httpx, NVML and friends: start them once the first frame is painted.
+        self.call_after_refresh(self._start_loops)
 
     # -- message handlers: update the store, redraw what is visible -----------------------
     def _redraw(self, what: str) -> None:
