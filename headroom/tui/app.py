@@ -118,11 +118,14 @@ class HeadroomApp(ProbeLoops, App[int]):
         self._redraw_logs(new)
         self._redraw("logs")
 
-    def _redraw_logs(self, new: list[str]) -> None:
+    def _redraw_logs(self, new: list[Any]) -> None:
         for screen in self.screen_stack[-2:]:
             append = getattr(screen, "append_log_lines", None)
-            if append is not None:
-                append(new)
+            if append is not None and screen.is_mounted:
+                try:
+                    append(new)
+                except NoMatches:  # still composing; it draws everything when mounted
+                    pass
 
     @on(msg.DiagnosisMade)
     def _on_diagnosis(self, message: msg.DiagnosisMade) -> None:

@@ -111,10 +111,6 @@ class DataSources:
         """Release clients and stop what `start` launched."""
 
 
-def _missing_module(exc: ImportError) -> str:
-    return f"{exc.name or 'a probe module'} is not available in this build"
-
-
 class LiveSources(DataSources):
     """The real probes. `url` is the server's base URL; `log_path` a vLLM log file to follow;
     `supervisor` a `headroom.supervisor.Supervisor` (state, log, restarts, journal)."""

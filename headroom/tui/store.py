@@ -43,7 +43,7 @@ class Store:
     gpu_mem_history: dict[int, deque] = field(default_factory=dict)
     topology: Any = None
     verdicts: list[Any] = field(default_factory=list)
-    log_lines: deque = field(default_factory=lambda: deque(maxlen=LOG_KEEP))
+    log_entries: deque = field(default_factory=lambda: deque(maxlen=LOG_KEEP))  # LogEntry
     log_pending: list[str] = field(default_factory=list)
     log_total: int = 0  # lines ever seen, so line numbers survive trimming
     events: deque = field(default_factory=lambda: deque(maxlen=EVENTS_KEEP))
@@ -98,16 +98,19 @@ class Store:
             LogEntry(self.log_total, f"headroom: {message}", f"headroom {kind}", severity)
         )
 
-    def take_log_lines(self) -> list[str]:
-        """Move pending lines into the kept history and return them (for incremental draws).
-        Lines that mean something (a known event, a warning, an error) also become events."""
+    def take_log_lines(self) -> list:
+        """Classify pending lines (once, here), keep them, and return the new `LogEntry`s for
+        incremental draws. Lines that mean something (a known event, a warning, an error)
+        also become dashboard events."""
         from headroom.tui.log_classes import classify
 
         lines, self.log_pending = self.log_pending, []
+        entries = []
         for line in lines:
             self.log_total += 1
             entry = classify(line, self.log_total)
+            entries.append(entry)
             if entry.kind is not None or entry.severity != "info":
                 self.events.append(entry)
-        self.log_lines.extend(lines)
-        return lines
+        self.log_entries.extend(entries)
+        return entries

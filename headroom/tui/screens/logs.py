@@ -3,15 +3,13 @@ start-up, NCCL), search, and follow/pause."""
 
 from __future__ import annotations
 
-from collections import deque
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, RichLog, Static
 
-from headroom.tui.log_classes import LogEntry, classify, matches_filter
+from headroom.tui.log_classes import LogEntry, matches_filter
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import LOG_KEEP, Store
 
@@ -38,12 +36,15 @@ class LogsScreen(HeadroomScreen):
         yield Static(id="log-status")
         yield Input(placeholder="search (enter to apply, escape to clear)", id="log-search")
 
+    @property
+    def entries(self):
+        """The classified log lines (kept by the app's store)."""
+        return self.store.log_entries
+
     def on_mount(self) -> None:
-        self.entries: deque[LogEntry] = deque(maxlen=LOG_KEEP)
         self.filter_name = "all"
         self.query_text = ""
         self.follow = True
-        self._seen_total = 0
         self.query_one("#log-search", Input).display = False
         super().on_mount()
         self.query_one("#log-view").focus()
@@ -56,23 +57,12 @@ class LogsScreen(HeadroomScreen):
             self._update_status(store)
 
     def _catch_up(self, store: Store) -> None:
-        """Classify lines that arrived while this screen was not visible, then redraw."""
-        missed = store.log_total - self._seen_total
-        if missed > 0:
-            start = store.log_total - min(missed, len(store.log_lines))
-            for offset, line in enumerate(
-                list(store.log_lines)[-min(missed, len(store.log_lines)) :]
-            ):
-                self.entries.append(classify(line, start + offset + 1))
-            self._seen_total = store.log_total
+        """Redraw from the store's classified lines (some may have arrived while hidden)."""
         self._redraw_log()
 
-    def append_log_lines(self, lines: list[str]) -> None:
+    def append_log_lines(self, entries: list[LogEntry]) -> None:
         view = self.query_one("#log-view", RichLog)
-        for line in lines:
-            self._seen_total += 1
-            entry = classify(line, self._seen_total)
-            self.entries.append(entry)
+        for entry in entries:
             if self._visible(entry):
                 view.write(self._line_text(entry), scroll_end=self.follow)
         self._update_status(self.store)
