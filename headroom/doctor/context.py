@@ -3,10 +3,9 @@ vLLM version, log events and the memory account."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 
-from headroom.doctor import log_events as LE
 from headroom.doctor.findings import DoctorInputs
 from headroom.doctor.gpu_spec import GpuSpec, spec_from_snapshot
 from headroom.doctor.memory_model import (
@@ -18,6 +17,7 @@ from headroom.doctor.memory_model import (
 )
 from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import parse_version
+from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
 
 # Messages only the V0 engine printed (vllm/worker/worker.py, V0 executors).
 _V0_MARKERS = (
@@ -68,7 +68,7 @@ class Context:
             return [str(x) for x in lines]
         return [e.line for e in self.events]
 
-    def lines_before(self, event: LE.Event, count: int = 8) -> list[str]:
+    def lines_before(self, event: LogEvent, count: int = 8) -> list[str]:
         lines = self.raw_lines
         # A digest keeps only its last N lines: line numbers count from the start of the run.
         offset = max(getattr(self.inputs.log, "line_count", len(lines)) - len(lines), 0)
@@ -85,25 +85,26 @@ class Context:
         return lines[max(0, index - count) : index + 1]
 
     @cached_property
-    def events(self) -> list[LE.Event]:
+    def digest(self) -> LogDigest | None:
+        """The log as vLLM's log reader digested it (a pasted text is digested here)."""
         log = self.inputs.log
-        if log is None:
-            return []
         if isinstance(log, str):
-            return LE.events_from_text(log)
-        return LE.events_from_digest(log)
+            return digest_text(log)
+        return log
 
     @cached_property
-    def facts(self):
-        """StartupFacts of the digest when it has them (engineer 4), else our own summary."""
-        log = self.inputs.log
-        if log is not None and hasattr(log, "facts"):
+    def events(self) -> list[LogEvent]:
+        return list(getattr(self.digest, "events", None) or ())
+
+    @cached_property
+    def facts(self) -> StartupFacts:
+        """The digest's StartupFacts (empty ones when there is no log)."""
+        if self.digest is not None and hasattr(self.digest, "facts"):
             try:
-                return log.facts()
+                return self.digest.facts()
             except Exception:  # a digest that cannot summarise must not stop the doctor
                 pass
-        lines = log.splitlines() if isinstance(log, str) else [e.line for e in self.events]
-        return _OwnFacts.from_lines(lines, self.events)
+        return StartupFacts()
 
     @cached_property
     def version(self) -> str | None:
@@ -160,8 +161,8 @@ class Context:
         weights = getattr(self.facts, "weights_gib", None)
         return gpu_total_from_log(self.raw_lines, self.utilization, weights)
 
-    def of(self, *kinds: str) -> list[LE.Event]:
-        return LE.lines_of(self.events, *kinds)
+    def of(self, *kinds: str) -> list[LogEvent]:
+        return [e for e in self.events if e.kind in kinds]
 
     @property
     def utilization(self) -> float:
@@ -179,40 +180,6 @@ class Context:
         if snap is not None and getattr(snap, "available", False):
             return len(snap.gpus)
         return None
-
-
-@dataclass(frozen=True)
-class _OwnFacts:
-    """The few StartupFacts fields the doctor reads, when no digest provides them."""
-
-    weights_gib: float | None = None
-    non_default_args: dict | None = None
-    kv_available_gib: float | None = None
-    kv_cache_tokens: int | None = None
-    vllm_version: str | None = None
-    model: str | None = None
-    ready: bool = False
-
-    @classmethod
-    def from_events(cls, events: list[LE.Event]) -> _OwnFacts:
-        weights = kv = tokens = None
-        ready = False
-        for event in events:
-            weights = LE.weights_gib(event.line) or weights
-            kv = LE.kv_available_gib(event.line) or kv
-            tokens = LE.kv_tokens(event.line) or tokens
-            ready = ready or event.kind == "startup_complete"
-        return cls(weights, None, kv, tokens, None, None, ready)
-
-    @classmethod
-    def from_lines(cls, lines: list[str], events: list[LE.Event]) -> _OwnFacts:
-        base = cls.from_events(events)
-        args = None
-        for line in lines:
-            if "non-default args:" in line:
-                args = LE.non_default_args(line)
-                break
-        return replace(base, non_default_args=args)
 
 
 class _ArgsView:

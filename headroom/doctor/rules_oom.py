@@ -9,15 +9,15 @@ utilization at start-up means others hold memory: lower the utilization to what 
 from __future__ import annotations
 
 from headroom.doctor import actions as A
-from headroom.doctor import log_events as LE
 from headroom.doctor.findings import Action, Finding
+from headroom.probes.vllm_log import LogEvent
 
 
 def _compact(actions) -> tuple[Action, ...]:
     return tuple(a for a in actions if a is not None)
 
 
-def _oom_phase(ctx, event: LE.Event) -> str:
+def _oom_phase(ctx, event: LogEvent) -> str:
     """Where the OOM happened, from the lines around it: weights, sampler, graphs, runtime."""
     index = ctx.events.index(event)
     before = ctx.events[:index]
@@ -25,7 +25,7 @@ def _oom_phase(ctx, event: LE.Event) -> str:
         ctx.lines_before(event) or [e.line for e in ctx.events[max(0, index - 6) : index + 1]]
     )
     around = around.lower()
-    nums = LE.oom_numbers(event.line)
+    nums = event.fields  # tried/total/free GiB, process_count, largest_process_gib, ...
     if "failed to load model" in around or "load_weights" in around:
         return "weights"
     if "allocate_kv_cache" in around or "initialize_kv_cache" in around or "cache_engine" in around:
@@ -56,7 +56,7 @@ def cuda_oom(ctx) -> list[Finding]:
     if not events:
         return []
     event = events[0]
-    nums = LE.oom_numbers(event.line)
+    nums = event.fields
     phase = _oom_phase(ctx, event)
     evidence = [event.line.strip()[:400]]
     if "total_gib" in nums and "free_gib" in nums:
@@ -141,10 +141,10 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
     events = ctx.of("free_memory_below_utilization")
     if not events:
         return []
-    nums = LE.free_memory_numbers(events[0].line)
+    nums = events[0].fields
     evidence = [events[0].line.strip()]
     target = None
-    if nums:
+    if nums.get("free_gib") is not None and nums.get("total_gib"):
         target = nums["free_gib"] / nums["total_gib"] - 0.02
         evidence.append(
             f"{nums['total_gib'] - nums['free_gib']:.2f} GiB is held by other processes"

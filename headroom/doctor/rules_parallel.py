@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headroom.doctor import actions as A
-from headroom.doctor import log_events as LE
 from headroom.doctor.findings import Action, Finding
 
 
@@ -15,9 +14,8 @@ def heads_not_divisible(ctx) -> list[Finding]:
     if not events:
         return []
     event = events[0]
-    nums = LE.two_ints(
-        event.line, r"heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)"
-    )
+    found = event.fields  # heads_not_divisible: heads, tp (the KV-heads event has no heads)
+    nums = (found["heads"], found["tp"]) if "heads" in found and "tp" in found else None
     tp = nums[1] if nums else ctx.knobs.tp
     evidence = [event.line.strip()]
     value = _nearest_tp(ctx, tp, nums[0] if nums else None)
@@ -76,10 +74,8 @@ def world_size_too_large(ctx) -> list[Finding]:
     events = ctx.of("world_size_too_large")
     if not events:
         return []
-    nums = LE.two_ints(
-        events[0].line,
-        r"World size \((\d+)\) is larger than the number of available GPUs \((\d+)\)",
-    )
+    found = events[0].fields
+    nums = (found["world_size"], found["gpus"]) if "gpus" in found else None
     gpus = nums[1] if nums else ctx.gpu_count
     evidence = [events[0].line.strip()]
     acts = []

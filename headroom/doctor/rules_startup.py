@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headroom.doctor import actions as A
-from headroom.doctor import log_events as LE
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.log_memory import available_kv_from_log
 from headroom.doctor.memory_model import GIB, fit_len, kv_bytes_per_token
@@ -30,8 +29,9 @@ def _compact(actions) -> tuple[Action, ...]:
 def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
     out = []
     for event in ctx.of("max_seq_len_exceeds_kv")[:1]:
-        nums = LE.max_seq_len_numbers(event.line)
-        max_len = int(nums.get("max_model_len") or ctx.knobs.max_model_len or 0)
+        # V1: needed_gib, available_gib, estimated_max_len; V0: kv_tokens (= the estimate)
+        nums = event.fields
+        max_len = int(nums.get("max_seq_len") or ctx.knobs.max_model_len or 0)
         estimate = nums.get("estimated_max_len") or nums.get("kv_tokens")
         evidence = [event.line.strip()]
         extra = None

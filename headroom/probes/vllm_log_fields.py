@@ -52,6 +52,20 @@ def oom_fields(match: re.Match[str]) -> dict[str, object]:
     if other:
         out["pid"] = int(other.group(1))
         out.setdefault("process_gib", to_gib(other.group(2), other.group(3)))
+    # Every process PyTorch lists on the GPU: more than one means another job shares it.
+    sizes = [
+        gib
+        for number, unit in re.findall(
+            r"Process \d+ has ([\d.]+) ?(bytes|[KMGT]iB) memory in use", text
+        )
+        if (gib := to_gib(number, unit)) is not None
+    ]
+    if sizes:
+        out["process_count"] = len(sizes)
+        out["largest_process_gib"] = max(sizes)
+    pools = re.search(r"([\d.]+) ?(bytes|[KMGT]iB) allocated in private pools", text)
+    if pools:
+        out["graph_pools_gib"] = to_gib(*pools.groups())  # CUDA-graph memory
     old = re.search(
         r"\(GPU (\d+); ([\d.]+) ?([KMGT]iB) total capacity; ([\d.]+) ?([KMGT]iB) already allocated; "
         r"([\d.]+) ?([KMGT]iB) free",

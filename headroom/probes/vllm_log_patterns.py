@@ -181,7 +181,9 @@ RULES: tuple[_Rule, ...] = (
           r"(?: Based on the available memory, the estimated maximum model length is (?P<estimated_max_len>\d+))?"),
     _rule("max_seq_len_exceeds_kv", "error", "max seq len (",
           r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that "
-          r"can be stored in KV cache \((?P<estimated_max_len>\d+)\)"),
+          r"can be stored in KV cache \((?P<estimated_max_len>\d+)\)",
+          lambda m: {"max_seq_len": int(m.group(1)), "estimated_max_len": int(m.group(2)),
+                     "kv_tokens": int(m.group(2))}),  # V0: the KV cache's token capacity
     _rule("no_cache_memory", "error", ("No available memory for the cache blocks", "Cannot auto-fit max_model_len")),
     _rule("free_memory_below_utilization", "error", "is less than desired GPU memory utilization",
           r"Free memory on device(?: (?P<device>\S+))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
