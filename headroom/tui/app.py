@@ -292,14 +292,21 @@ def run_attach(
     theme: str | None = None,
     log_from: Any = None,
     log_cmd: list[str] | None = None,
+    supervisor: Any = None,
 ) -> int:
     """`headroom attach URL`: the dashboard for a server Headroom does not manage.
     `log_from`: the server's log file; `log_cmd`: a command whose output is the log (e.g.
     `["docker", "logs", "-f", "vllm"]`, run without a shell). Either feeds the Logs screen
-    and the doctor."""
+    and the doctor. `supervisor`: from `attach --launched-with` (supervisor.attached), so
+    the restart dialog can restart the server; without it the dialog shows the command."""
     if _theme_or_message(theme, "attach"):
         return 2
-    sources = LiveSources(url, log_path=str(log_from) if log_from else None, log_cmd=log_cmd)
+    sources = LiveSources(
+        url,
+        log_path=str(log_from) if log_from else None,
+        log_cmd=log_cmd,
+        supervisor=supervisor,
+    )
     app = HeadroomApp(sources, interval=interval, theme=theme)
     result = app.run()
     return int(result or 0)
