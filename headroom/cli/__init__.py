@@ -17,7 +17,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("headroom.cli.demo", "run a simulated vLLM scenario with the full dashboard"),
     "serve": ("headroom.cli.serve", "launch and supervise vLLM: headroom serve MODEL [vllm flags]"),
     "attach": ("headroom.cli.attach", "watch a running vLLM server: headroom attach URL"),
-    "doctor": ("headroom.cli.doctor", "diagnose a vLLM setup from its log, metrics, topology, flags"),
+    "doctor": (
+        "headroom.cli.doctor",
+        "diagnose a vLLM setup from its log, metrics, topology, flags",
+    ),
     "plan": ("headroom.cli.plan", "size a deployment before launch: TP/PP, KV capacity, flags"),
     "topo": ("headroom.cli.topo", "read `nvidia-smi topo -m` and judge each tensor-parallel size"),
     "model": ("headroom.cli.model", "print a local model's shape and weight size"),
