@@ -141,6 +141,9 @@ class RestartDialog(ModalScreen[bool]):
                 "[$warning]Headroom is only attached to this server, so it cannot restart it.[/]",
                 "Restart it yourself with:",
                 escape(shlex.join(plan.new_argv)),
+                "",
+                "[$text-muted]To let Headroom restart it, attach with "
+                '--launched-with "vllm serve MODEL --flags..." (how it was started).[/]',
             ]
         return "\n".join(lines)
 
