@@ -1,10 +1,13 @@
 """`headroom runs [--csv|--json|--markdown] [--last N] [--model M]`: the run journal as the
-configuration comparison table (configuration, GPUs/topology, throughput, p95 latency, TTFT,
-memory peak, notes)."""
+configuration comparison table, the same one `headroom bench --compare` prints
+(headroom.supervisor.bench_compare): the single-GPU benched baseline first, each benched
+row's throughput as a ratio to it, comparability notes, and the runs without a bench with
+what the supervisor measured while they served."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 
@@ -12,11 +15,12 @@ import warnings
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="headroom runs",
-        description="The run journal as a configuration comparison table.",
+        description="The run journal as a configuration comparison table: the single-GPU "
+        "baseline first, throughput as a ratio to it, notes when runs are not comparable.",
         epilog="journal: $HEADROOM_DATA_DIR/runs.jsonl or ~/.local/share/headroom/runs.jsonl",
     )
     fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--csv", action="store_true", help="CSV")
+    fmt.add_argument("--csv", action="store_true", help="CSV (raw numbers)")
     fmt.add_argument("--json", action="store_true", help="JSON (table rows and full records)")
     fmt.add_argument("--markdown", action="store_true", help="a Markdown table")
     parser.add_argument("--last", type=int, metavar="N", help="only the newest N runs")
@@ -26,7 +30,7 @@ def main(argv: list[str]) -> int:
 
     from pathlib import Path
 
-    from headroom.supervisor import journal_table
+    from headroom.supervisor import bench_compare
     from headroom.supervisor.journal import Journal, JournalWarning
 
     journal = Journal(Path(args.journal) if args.journal else None)
@@ -41,17 +45,27 @@ def main(argv: list[str]) -> int:
         print(f"headroom runs: warning: {why}", file=sys.stderr)
     if args.model:
         records = [r for r in records if r.model == args.model]
-    records.sort(key=lambda r: r.time or 0)
+    records.sort(key=lambda r: r.time if isinstance(r.time, int | float) else 0)
     if args.last:
         records = records[-args.last :]
+    rows = bench_compare.compare_runs(records, benched_only=False)
     if args.csv:
-        out = journal_table.to_csv(records)
+        out = bench_compare.comparison_csv(rows)
     elif args.json:
-        out = journal_table.to_json(records)
+        by_id = {str(r.run_id): r for r in records}
+        out = json.dumps(
+            [
+                {"row": row, "record": by_id[str(row["run_id"])].to_json()}
+                for row in bench_compare.comparison_to_json(rows)
+            ],
+            indent=1,
+            default=str,
+        )
     elif args.markdown:
-        out = journal_table.to_markdown(records)
+        out = bench_compare.comparison_markdown(rows)
     else:
-        out = journal_table.to_text(records)
+        empty = "no runs in the journal yet (headroom serve records each run)"
+        out = bench_compare.render_comparison(rows, empty=empty)
     try:
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
     except BrokenPipeError:

@@ -1,10 +1,13 @@
-"""Configurations side by side: the rows `headroom runs` shows for benched runs.
+"""Configurations side by side: the one comparison table behind `headroom runs` and
+`headroom bench --compare`.
 
-One row per journaled run that carries a bench: its configuration (TP/PP from the journaled
-flags, or the bench label), peak output throughput and its ratio to the single-GPU baseline,
-the knee, latency at the operating point (the knee step, else the peak-throughput step),
-ITL at concurrency 1 (where TP's all-reduce cost shows most plainly) and peak GPU memory.
-The baseline (TP=1, PP=1, the earliest such run) comes first; the others follow by GPU count.
+One row per journaled run. A benched run is measured at its bench: peak output throughput and
+its ratio to the single-GPU baseline, the knee, latency at the operating point (the knee
+step, else the peak-throughput step), ITL at concurrency 1 (where TP's all-reduce cost shows
+most plainly) and peak GPU memory. A run without a bench (`headroom runs` lists those too)
+shows what the supervisor measured while it served live traffic; that traffic is unknown, so
+it gets no ratio. The baseline (TP=1, PP=1, the earliest such benched run) comes first, the
+other benched runs follow by GPU count, then the unbenched ones by time.
 Runs are comparable only when model, request distribution, ramp and step hold match the
 baseline's; when they do not, the row says why, and no ratio is given when the model or
 distribution differ, because that ratio would mean nothing.
@@ -12,15 +15,19 @@ distribution differ, because that ratio would mean nothing.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from headroom.supervisor.bench_report import NA, fmt
 
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """One benched configuration, with figures relative to the baseline."""
+    """One configuration, with figures relative to the baseline."""
 
     run_id: str | None
     configuration: str  # "TP=2", "TP=1 PP=2", or the bench label
@@ -41,6 +48,11 @@ class ComparisonRow:
     is_baseline: bool
     comparable: bool
     notes: tuple[str, ...]
+    benched: bool = True  # False: figures from live traffic, seen by the supervisor
+    outcome: str | None = None
+    started: float | None = None  # the run's start (epoch seconds)
+    gpu_names: str | None = None  # "2x H100 80GB HBM3"
+    flags_that_differ: tuple[str, ...] = ()  # flags (and env) not the same in every row
 
 
 def _get(record: object, name: str):
@@ -49,26 +61,42 @@ def _get(record: object, name: str):
     return getattr(record, name, None)
 
 
-def _parallelism(flags: Sequence[str] | None, command: Sequence[str] | None):
-    """(TP, PP) from the journaled flags, else the full command; (None, None) when the run
-    has neither (a server Headroom did not start: its configuration is unknown)."""
+def _num(value: object) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok and value == value and abs(value) != float("inf") else None
+
+
+def _int(value: object) -> int | None:
+    number = _num(value)
+    return int(number) if number is not None else None
+
+
+# Engine args that say nothing about the configuration under comparison.
+_NOISE = {"port", "host", "api_key", "served_model_name", "model", "tensor_parallel_size"}
+_NOISE |= {"pipeline_parallel_size", "disable_log_requests", "uvicorn_log_level"}
+
+
+def _parse(flags: Sequence[str] | None, command: Sequence[str] | None):
+    """(TP, PP, other engine args) from the journaled flags, else the full command;
+    (None, None, {}) when the run has neither (a server Headroom did not start)."""
     argv = list(flags) if flags else list(command) if command else None
     if argv is None:
-        return None, None
+        return None, None, {}
     try:
         from headroom.cmdline import parse_command
 
-        cmd = parse_command(argv)
+        cmd = parse_command([str(t) for t in argv])
         tp = cmd.get("tensor_parallel_size", 1)
         pp = cmd.get("pipeline_parallel_size", 1)
-        return (int(tp) if tp is not None else 1), (int(pp) if pp is not None else 1)
+        args = {k: v for k, v in cmd.engine_args().items() if k not in _NOISE}
+        return (int(tp) if tp is not None else 1), (int(pp) if pp is not None else 1), args
     except (ValueError, TypeError, ImportError):
-        return None, None
+        return None, None, {}
 
 
 def _configuration(tp: int | None, pp: int | None, label: str | None) -> str:
     if label:
-        return label
+        return str(label)
     if tp is None:
         return "unknown configuration"
     return f"TP={tp}" if pp in (None, 1) else f"TP={tp} PP={pp}"
@@ -76,6 +104,8 @@ def _configuration(tp: int | None, pp: int | None, label: str | None) -> str:
 
 def _key(workload: Mapping) -> dict[str, object]:
     dist = workload.get("distribution") or {}
+    dist = dist if isinstance(dist, Mapping) else {"name": str(dist)}
+    ramp = workload.get("ramp")
     return {
         "model": workload.get("model"),
         # Clamping to a smaller max_model_len changes the traffic, so it is part of the key.
@@ -83,7 +113,7 @@ def _key(workload: Mapping) -> dict[str, object]:
             dist.get("fingerprint") or dist.get("name"),
             dist.get("clamped_to_tokens"),
         ),
-        "ramp": tuple(workload.get("ramp") or ()),
+        "ramp": tuple(ramp) if isinstance(ramp, list | tuple) else ramp,
         "hold": (workload.get("step_duration_s"), workload.get("step_requests")),
         "endpoint": workload.get("endpoint"),
     }
@@ -97,6 +127,11 @@ _DIFF_WORDS = {
     "endpoint": "different endpoint",
 }
 _RATIO_BREAKERS = {"model", "distribution", "endpoint"}
+# vLLM's log-line prefix: "(EngineCore pid=1) ERROR 11-29 12:55:37 [core.py:1510] "
+_LOG_PREFIX = re.compile(
+    r"^(\(\w+ pid=\d+\) )?(ERROR|WARNING|INFO|DEBUG) [\d-]+ [\d:]+ \[[^\]]*\] "
+)
+_LINK = re.compile(r"GPU\d+-GPU\d+ (\S+)")
 
 
 def _operating_step(steps: Sequence[Mapping], knee: Mapping) -> Mapping | None:
@@ -105,140 +140,256 @@ def _operating_step(steps: Sequence[Mapping], knee: Mapping) -> Mapping | None:
     idx = knee.get("step")
     if isinstance(idx, int) and 0 <= idx < len(steps):
         return steps[idx]
-    with_thr = [s for s in steps if s.get("output_tokens_per_s") is not None]
+    with_thr = [s for s in steps if _num(s.get("output_tokens_per_s")) is not None]
     return max(with_thr, key=lambda s: s["output_tokens_per_s"]) if with_thr else steps[-1]
 
 
-def _draft(record: object) -> dict | None:
-    bench = _get(record, "bench")
-    if not isinstance(bench, Mapping) or not bench.get("steps"):
+def _gpu_names(gpus: object) -> str | None:
+    if not isinstance(gpus, list) or not gpus:
         return None
-    workload = bench.get("workload") or {}
-    steps = list(bench.get("steps") or ())
-    knee = bench.get("knee") or {}
-    tp, pp = _parallelism(_get(record, "flags"), _get(record, "command"))
-    thr = [s["output_tokens_per_s"] for s in steps if s.get("output_tokens_per_s") is not None]
-    mems = [s["gpu_memory_peak_bytes"] for s in steps if s.get("gpu_memory_peak_bytes") is not None]
-    summary = _get(record, "summary") or {}
-    mem = max(mems) if mems else summary.get("peak_gpu_memory_bytes")
-    op = _operating_step(steps, knee) or {}
-    c1 = next((s for s in steps if s.get("concurrency") == 1), None)
+    names = [str(g.get("name") or "GPU") if isinstance(g, Mapping) else "GPU" for g in gpus]
+    names = [n.removeprefix("NVIDIA ") for n in names]
+    return f"{len(names)}x {names[0]}" if len(set(names)) == 1 else ", ".join(names)
+
+
+def _run_notes(record: object) -> list[str]:
+    """Why the run started and ended, what changed, the doctor's first finding."""
+    notes = [str(_get(record, "notes") or "")]
+    if _get(record, "trigger"):
+        notes.append(str(_get(record, "trigger")))
+    if _get(record, "reason"):
+        notes.append(_LOG_PREFIX.sub("", str(_get(record, "reason"))))
+    changes = _get(record, "changes")
+    if isinstance(changes, Mapping) and changes:
+        notes.append("changed " + ", ".join(f"{k}={v}" for k, v in changes.items()))
+    findings = _get(record, "findings")
+    if isinstance(findings, list) and findings:
+        first = findings[0]
+        title = first.get("title", first) if isinstance(first, Mapping) else first
+        notes.append(f"doctor: {title}")
+    return [n for n in notes if n]
+
+
+def _draft(record: object) -> dict:
+    bench = _get(record, "bench")
+    bench = bench if isinstance(bench, Mapping) else {}
+    steps = [s for s in bench.get("steps") or () if isinstance(s, Mapping)]
+    workload = bench.get("workload") if isinstance(bench.get("workload"), Mapping) else {}
+    knee = bench.get("knee") if isinstance(bench.get("knee"), Mapping) else {}
+    summary = _get(record, "summary")
+    summary = summary if isinstance(summary, Mapping) else {}
+    tp, pp, args = _parse(_get(record, "flags"), _get(record, "command"))
+    env = _get(record, "env")
+    if isinstance(env, Mapping):
+        args.update({f"env {k}": v for k, v in env.items() if k != "PYTHONUNBUFFERED"})
     gpus = _get(record, "gpus")
     notes = []
-    if bench.get("stopped_reason"):
-        notes.append(f"stopped early: {bench['stopped_reason']}")
+    if steps:
+        thr = [_num(s.get("output_tokens_per_s")) for s in steps]
+        thr = [t for t in thr if t is not None]
+        mems = [_int(s.get("gpu_memory_peak_bytes")) for s in steps]
+        mems = [m for m in mems if m is not None]
+        op = _operating_step(steps, knee) or {}
+        c1 = next((s for s in steps if s.get("concurrency") == 1), None)
+        figures = {
+            "peak_tok_s": max(thr) if thr else None,
+            "knee_concurrency": _int(knee.get("concurrency")),
+            "operating_concurrency": _int(op.get("concurrency")),
+            "e2e_p95_s": _num(op.get("e2e_p95")),
+            "ttft_p95_s": _num(op.get("ttft_p95")),
+            "itl_p95_s": _num(op.get("itl_p95")),
+            "itl_c1_s": _num(c1.get("itl_mean") or c1.get("itl_p50")) if c1 else None,
+            "peak_gpu_memory_bytes": max(mems) if mems else None,
+        }
+        if bench.get("stopped_reason"):
+            notes.append(f"stopped early: {bench['stopped_reason']}")
+    else:
+        figures = {
+            "peak_tok_s": _num(summary.get("throughput_tok_s")),
+            "e2e_p95_s": _num(summary.get("e2e_p95_s")),
+            "ttft_p95_s": _num(summary.get("ttft_p95_s")),
+            "itl_p95_s": _num(summary.get("itl_p95_s")),
+        }
+    if figures.get("peak_gpu_memory_bytes") is None:
+        figures["peak_gpu_memory_bytes"] = _int(summary.get("peak_gpu_memory_bytes"))
+    topology = _get(record, "topology")
     return {
-        "run_id": _get(record, "run_id"),
+        **figures,
+        "run_id": str(_get(record, "run_id")) if _get(record, "run_id") is not None else None,
         "configuration": _configuration(tp, pp, workload.get("label")),
         "tp": tp,
         "pp": pp,
         "gpus": len(gpus) if isinstance(gpus, list) and gpus else (tp * pp if tp and pp else None),
-        "topology": _get(record, "topology"),
-        "model": workload.get("model") or _get(record, "model"),
-        "peak_tok_s": max(thr) if thr else None,
-        "knee_concurrency": knee.get("concurrency"),
-        "operating_concurrency": op.get("concurrency"),
-        "e2e_p95_s": op.get("e2e_p95"),
-        "ttft_p95_s": op.get("ttft_p95"),
-        "itl_p95_s": op.get("itl_p95"),
-        "itl_c1_s": (c1.get("itl_mean") or c1.get("itl_p50")) if c1 else None,
-        "peak_gpu_memory_bytes": mem,
-        "notes": notes,
+        "gpu_names": _gpu_names(gpus),
+        "topology": str(topology) if topology else None,
+        "model": str(workload.get("model") or _get(record, "model") or "") or None,
+        "outcome": str(_get(record, "outcome")) if _get(record, "outcome") else None,
+        "started": _num(_get(record, "time")),
+        "benched": bool(steps),
+        "notes": notes + _run_notes(record),
+        "_args": args,
         "_key": _key(workload),
-        "_time": _get(record, "time") or bench.get("started_at") or 0.0,
+        "_time": _num(_get(record, "time")) or _num(bench.get("started_at")) or 0.0,
     }
 
 
-def compare_runs(records: Iterable[object]) -> list[ComparisonRow]:
-    """Rows for every record (RunRecord or its JSON dict) that carries a bench result."""
-    drafts = [d for d in (_draft(r) for r in records) if d is not None]
-    if not drafts:
-        return []
-    singles = [d for d in drafts if d["tp"] == 1 and d["pp"] == 1]
-    baseline = min(singles or drafts, key=lambda d: d["_time"])
-    if not singles:
-        baseline["notes"].append("no single-GPU (TP=1, PP=1) run benched: ratios are to this row")
-    rest = sorted(
-        (d for d in drafts if d is not baseline),
-        key=lambda d: (d["gpus"] or 0, d["tp"] or 0, d["pp"] or 0, d["_time"]),
+def _unreadable(record: object) -> dict:
+    run_id = _get(record, "run_id")
+    return {
+        "run_id": str(run_id) if run_id is not None else None,
+        "configuration": "unknown configuration",
+        "model": str(_get(record, "model")) if _get(record, "model") else None,
+        "benched": False,
+        "notes": ["unreadable record (written by another Headroom version?)"],
+        "_args": {},
+        "_key": {},
+        "_time": 0.0,
+    }
+
+
+def _flag_text(name: str, value: object) -> str:
+    if name.startswith("env "):
+        return f"{name[4:]}={value}"
+    flag = "--" + name.replace("_", "-")
+    if value is True:
+        return flag
+    if isinstance(value, Mapping):
+        return f"{flag} {json.dumps(value, separators=(',', ':'))}"
+    return f"{flag} {value}"
+
+
+def _differing(drafts: Sequence[dict]) -> None:
+    """Give each draft the flags whose value is not the same in every row."""
+    known = [d for d in drafts if d["_args"] or d.get("tp") is not None]
+    names = sorted({k for d in known for k in d["_args"]})
+    varying = [n for n in names if len({repr(d["_args"].get(n)) for d in known}) > 1]
+    for d in drafts:
+        d["flags_that_differ"] = tuple(
+            _flag_text(n, d["_args"][n]) for n in varying if n in d["_args"]
+        )
+
+
+def _safe_draft(record: object) -> dict:
+    try:
+        return _draft(record)
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError):
+        return _unreadable(record)
+
+
+def compare_runs(records: Iterable[object], *, benched_only: bool = True) -> list[ComparisonRow]:
+    """Rows for every record (RunRecord or its JSON dict) that carries a bench result, or for
+    every record with benched_only=False (`headroom runs`)."""
+    drafts = [_safe_draft(r) for r in records]
+    if benched_only:
+        drafts = [d for d in drafts if d["benched"]]
+    benched = [d for d in drafts if d["benched"]]
+    singles = [d for d in benched if d["tp"] == 1 and d["pp"] == 1]
+    baseline = min(singles or benched, key=lambda d: d["_time"]) if benched else None
+    if baseline is not None and not singles:
+        baseline["notes"].insert(
+            0, "no single-GPU (TP=1, PP=1) run benched: ratios are to this row"
+        )
+    others = sorted(
+        (d for d in benched if d is not baseline),
+        key=lambda d: (d["gpus"] or 0, d["pp"] or 0, d["tp"] or 0, d["_time"]),
     )
+    unbenched = sorted((d for d in drafts if not d["benched"]), key=lambda d: d["_time"])
+    ordered = ([baseline] if baseline else []) + others + unbenched
+    _differing(ordered)
+    fields = set(ComparisonRow.__dataclass_fields__)
     rows = []
-    for d in [baseline, *rest]:
-        diffs = [k for k in _DIFF_WORDS if d["_key"][k] != baseline["_key"][k]]
-        comparable = not diffs
-        ratio = None
-        base_thr = baseline["peak_tok_s"]
-        if not (set(diffs) & _RATIO_BREAKERS) and d["peak_tok_s"] is not None and base_thr:
-            ratio = d["peak_tok_s"] / base_thr
+    for d in ordered:
         notes = list(d["notes"])
-        if diffs:
-            why = ", ".join(_DIFF_WORDS[k] for k in diffs)
-            notes.insert(0, f"not comparable to the baseline: {why}")
-        fields = {k: v for k, v in d.items() if not k.startswith("_") and k != "notes"}
+        ratio, comparable = None, False
+        if d["benched"] and baseline is not None:
+            diffs = [k for k in _DIFF_WORDS if d["_key"][k] != baseline["_key"][k]]
+            comparable = not diffs
+            base_thr = baseline["peak_tok_s"]
+            if not (set(diffs) & _RATIO_BREAKERS) and d["peak_tok_s"] is not None and base_thr:
+                ratio = d["peak_tok_s"] / base_thr
+            if diffs:
+                why = ", ".join(_DIFF_WORDS[k] for k in diffs)
+                notes.insert(0, f"not comparable to the baseline: {why}")
+        elif baseline is not None:
+            notes.insert(0, "not benched: figures from live traffic, no ratio")
+        values = {k: v for k, v in d.items() if k in fields and k != "notes"}
+        values = {k: values.get(k) for k in fields - {"notes", "ratio", "is_baseline"}} | values
+        values["comparable"] = comparable
+        values.setdefault("flags_that_differ", ())
+        values["benched"] = bool(d["benched"])
         rows.append(
-            ComparisonRow(
-                **fields,
-                ratio=ratio,
-                is_baseline=d is baseline,
-                comparable=comparable,
-                notes=tuple(notes),
-            )
+            ComparisonRow(**values, ratio=ratio, is_baseline=d is baseline, notes=tuple(notes))
         )
     return rows
 
 
+# The table: one set of columns for text, Markdown and CSV.
 COMPARISON_HEADERS = (
     "configuration",
     "GPUs",
-    "peak tok/s",
+    "tok/s",
     "vs base",
-    "knee",
-    "e2e p95",
+    "p95 latency",
     "TTFT p95",
-    "ITL p95",
-    "ITL@1",
     "memory peak",
+    "outcome",
     "notes",
 )
+_NOTES_LIMIT = 300
+
+
+def _topology_short(topology: str | None) -> str | None:
+    """'GPU0-GPU1 NV18, GPU0-GPU2 SYS' -> 'NV18/SYS'; other text as it is."""
+    if not topology:
+        return None
+    links = list(dict.fromkeys(_LINK.findall(topology)))
+    return "/".join(links) if links else topology
+
+
+def _configuration_cell(r: ComparisonRow) -> str:
+    topology = _topology_short(r.topology)
+    parts = [r.configuration + (f" ({topology})" if topology else ""), *r.flags_that_differ]
+    return " ".join(parts)
 
 
 def comparison_cells(rows: Sequence[ComparisonRow]) -> list[list[str]]:
     out = []
     for r in rows:
         ratio = "baseline" if r.is_baseline else (f"{r.ratio:.2f}x" if r.ratio is not None else NA)
+        gpus = r.gpu_names or (str(r.gpus) if r.gpus is not None else NA)
         out.append(
             [
-                r.configuration + (f" ({r.topology})" if r.topology else ""),
-                str(r.gpus) if r.gpus is not None else NA,
+                _configuration_cell(r),
+                gpus,
                 fmt(r.peak_tok_s, "rate0"),
                 ratio,
-                str(r.knee_concurrency) if r.knee_concurrency is not None else NA,
                 fmt(r.e2e_p95_s, "s"),
                 fmt(r.ttft_p95_s, "ms"),
-                fmt(r.itl_p95_s, "ms"),
-                fmt(r.itl_c1_s, "ms"),
                 fmt(r.peak_gpu_memory_bytes, "gib"),
-                "; ".join(r.notes),
+                r.outcome or NA,
+                "; ".join(r.notes)[:_NOTES_LIMIT],
             ]
         )
     return out
 
 
-def render_comparison(rows: Sequence[ComparisonRow]) -> str:
-    """A plain-text table (for `headroom runs` or `headroom bench --compare`)."""
+def render_comparison(rows: Sequence[ComparisonRow], *, empty: str | None = None) -> str:
+    """The plain-text table (`headroom runs`, `headroom bench --compare`)."""
     if not rows:
-        return "no benched runs in the journal (run `headroom bench URL --journal`)"
+        return empty or "no benched runs in the journal (run `headroom bench URL --journal`)"
     cells = comparison_cells(rows)
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(COMPARISON_HEADERS)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(COMPARISON_HEADERS, widths, strict=True))]
     for row in cells:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
+    if not any(r.is_baseline for r in rows):
+        lines.append("(no benched runs: `headroom bench URL --journal` adds the ratio column)")
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def comparison_markdown(rows: Sequence[ComparisonRow]) -> str:
     def esc(text: str) -> str:
-        return text.replace("|", "\\|")
+        return text.replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(COMPARISON_HEADERS) + " |", "|" + "---|" * len(COMPARISON_HEADERS)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in comparison_cells(rows)]
@@ -246,6 +397,34 @@ def comparison_markdown(rows: Sequence[ComparisonRow]) -> str:
 
 
 def comparison_to_json(rows: Sequence[ComparisonRow]) -> list[dict]:
-    from dataclasses import asdict
+    return [
+        {**asdict(r), "notes": list(r.notes), "flags_that_differ": list(r.flags_that_differ)}
+        for r in rows
+    ]
 
-    return [{**asdict(r), "notes": list(r.notes)} for r in rows]
+
+CSV_COLUMNS = (
+    "run_id", "started", "model", "configuration", "flags_that_differ", "gpus", "gpu_names",
+    "topology", "throughput_tok_s", "ratio", "p95_latency_s", "ttft_p95_s", "itl_p95_s",
+    "itl_c1_s", "knee_concurrency", "memory_peak_gib", "outcome", "benched", "comparable",
+    "is_baseline", "notes",
+)  # fmt: skip
+
+
+def comparison_csv(rows: Sequence[ComparisonRow]) -> str:
+    """The same rows as raw numbers (seconds, tok/s, GiB), one run per line."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        mem = r.peak_gpu_memory_bytes
+        data = {
+            **asdict(r),
+            "flags_that_differ": " ".join(r.flags_that_differ),
+            "throughput_tok_s": r.peak_tok_s,
+            "p95_latency_s": r.e2e_p95_s,
+            "memory_peak_gib": round(mem / 2**30, 2) if mem is not None else None,
+            "notes": "; ".join(r.notes),
+        }
+        writer.writerow({k: "" if data.get(k) is None else data[k] for k in CSV_COLUMNS})
+    return buffer.getvalue()

@@ -105,9 +105,31 @@ def test_table_text_and_json() -> None:
     assert lines[1].startswith("TP=1") and "baseline" in lines[1]
     assert "TP=2 (NV18)" in text and "TP=2 (PHB)" in text and "2.67x" in text
     cells = comparison_cells(rows)
-    assert cells[0][9] == "10.0 GiB"
+    assert cells[0][6] == "10.0 GiB"
     data = comparison_to_json(rows)
     assert data[0]["run_id"] == "tp1" and isinstance(data[0]["notes"], list)
+
+
+def test_unbenched_runs_follow_with_live_figures_and_no_ratio() -> None:
+    served = RunRecord(
+        run_id="served",
+        time=9,
+        flags=["-tp", "2", "--max-num-seqs", "64"],
+        outcome="stopped",
+        summary={"throughput_tok_s": 777.0, "ttft_p95_s": 0.3, "peak_gpu_memory_bytes": 2**31},
+    )
+    rows = compare_runs([*_fleet(), served], benched_only=False)
+    ids = [r.run_id for r in rows]
+    assert ids[0] == "tp1" and ids[-2:] == ["nobench", "served"]  # unbenched last, by time
+    last = rows[-1]
+    assert not last.benched and last.ratio is None and not last.comparable
+    assert last.peak_tok_s == 777.0 and last.ttft_p95_s == 0.3
+    assert last.peak_gpu_memory_bytes == 2**31
+    assert "not benched" in last.notes[0]
+    # Only --max-num-seqs differs between rows besides TP/PP: it is named where set.
+    assert last.flags_that_differ == ("--max-num-seqs 64",)
+    assert rows[0].flags_that_differ == ()
+    assert render_comparison(rows).splitlines()[-1].startswith("TP=2 --max-num-seqs 64")
 
 
 def test_mismatched_workloads_are_flagged_and_get_no_ratio() -> None:
