@@ -2,13 +2,18 @@
 
 A server that floods its log (megabytes a second) must not stall the supervisor: each poll
 reads at most max_bytes, very long lines are cut, and when the backlog grows beyond
-max_backlog_bytes the tail jumps to the end and says how much it skipped.
+max_backlog_bytes the tail jumps to the end and says how much it skipped. Lines are cut
+and decoded by the log follower's LineSplitter (headroom.probes.log_follow), the same code
+that splits a followed file or command for the TUI; this class only adds the bounded,
+synchronous read per step the supervisor's loop needs.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from headroom.probes.log_follow import LineSplitter
 
 
 class FileTail:
@@ -30,7 +35,7 @@ class FileTail:
         self.position = 0
         self.skipped_bytes = 0
         self.lines_read = 0
-        self._partial = b""
+        self._splitter = LineSplitter(max_line)
         if from_end:
             try:
                 self.position = self.path.stat().st_size
@@ -53,29 +58,18 @@ class FileTail:
             size = os.fstat(fd).st_size
             if size < self.position:  # truncated under us: start again from the top
                 self.position = 0
-                self._partial = b""
+                self._splitter = LineSplitter(self.max_line)
             if size - self.position > self.max_backlog_bytes:
                 jump_to = size - self.max_bytes
                 self.skipped_bytes += jump_to - self.position
                 self.position = jump_to
-                self._partial = b""
+                self._splitter = LineSplitter(self.max_line)
             chunk = os.pread(fd, self.max_bytes, self.position)
         finally:
             os.close(fd)
         self.position += len(chunk)
-        data = self._partial + chunk
-        parts = data.split(b"\n")
-        self._partial = parts.pop()
-        if len(self._partial) > self.max_line:
-            parts.append(self._partial[: self.max_line])
-            self._partial = b""
-        if final and self._partial:
-            parts.append(self._partial)
-            self._partial = b""
-        lines = [_decode(p[: self.max_line]) for p in parts]
+        lines = self._splitter.feed(chunk)  # a line longer than max_line comes in pieces
+        if final:
+            lines += self._splitter.flush()
         self.lines_read += len(lines)
         return lines
-
-
-def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace").rstrip("\r")
