@@ -29,6 +29,10 @@ NCCL_KINDS = frozenset(
     {"nccl_error", "nccl_warn", "shm_full", "watchdog_timeout", "custom_allreduce_disabled"}
 )
 _NCCL_WORDS = re.compile(r"NCCL|nccl|pynccl|all.?reduce|/dev/shm", re.I)
+# uvicorn access lines for what Headroom itself polls (metrics scrape, supervisor health
+# check, the doctor's version read): one or two a second, they would bury everything else.
+# Other access lines (completions, ...) are kept, and so is a poll that failed (not 2xx).
+_OWN_POLL = re.compile(r'"GET /(?:metrics|health|version)/?(?:\?\S*)? HTTP/[\d.]+" 2\d\d')
 
 
 class LogEntry(NamedTuple):
@@ -38,6 +42,7 @@ class LogEntry(NamedTuple):
     line: str
     kind: str | None
     severity: str  # info | warning | error
+    own_poll: bool = False  # an access line of Headroom's own polling (hidden by default)
 
 
 def _classifier():
@@ -67,7 +72,8 @@ def classify(line: str, lineno: int) -> LogEntry:
         severity = {"ERROR": "error", "CRITICAL": "error", "WARNING": "warning"}.get(level, "info")
         if line.startswith("Traceback") or re.match(r"^\w+(Error|Exception):", line):
             severity = "error"
-    return LogEntry(lineno, line, kind, severity)
+    own_poll = kind is None and severity == "info" and bool(_OWN_POLL.search(line))
+    return LogEntry(lineno, line, kind, severity, own_poll)
 
 
 def matches_filter(entry: LogEntry, name: str) -> bool:

@@ -13,6 +13,8 @@ from headroom.tui.screens import SCREEN_TITLES
 from headroom.tui.store import Store
 from headroom.tui.widgets.status_bar import StatusBar
 
+COMPACT_FOOTER_BELOW = 120  # columns
+
 
 class HeadroomScreen(Screen):
     """A data screen. Subclasses implement `compose_body` and `show`."""
@@ -22,7 +24,8 @@ class HeadroomScreen(Screen):
     def compose(self) -> ComposeResult:
         yield StatusBar(SCREEN_TITLES[self.MODE], list(SCREEN_TITLES).index(self.MODE) + 1)
         yield from self.compose_body()
-        yield Footer()
+        narrow = self.app.size.width < COMPACT_FOOTER_BELOW
+        yield Footer(compact=narrow, show_command_palette=not narrow)
 
     def compose_body(self) -> ComposeResult:
         yield from ()
@@ -36,6 +39,13 @@ class HeadroomScreen(Screen):
 
     def on_mount(self) -> None:
         self.show(self.store, "all")
+
+    def on_resize(self) -> None:
+        # A narrow terminal gets the compact footer, so every key still fits on the line.
+        # (ctrl+p is listed in the help, so it may leave the footer to make room.)
+        narrow = self.size.width < COMPACT_FOOTER_BELOW
+        footer = self.query_one(Footer)
+        footer.compact, footer.show_command_palette = narrow, not narrow
 
     def on_screen_resume(self) -> None:
         self.show(self.store, "all")

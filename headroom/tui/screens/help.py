@@ -15,7 +15,7 @@ WHAT = {
     "gpus": "every NVML reading, processes, utilization history",
     "topology": "topo -m matrix by link class, TP verdict",
     "doctor": "five steps, evidence; enter on an action: restart",
-    "logs": "e errors  s start-up  n NCCL  / search  f follow",
+    "logs": "e errors s startup n NCCL / find f follow p polls w wrap",
     "runs": "the run journal, one row per launch",
     "bench": "concurrency ramp: throughput, latency, knee",
 }

@@ -1,5 +1,7 @@
 """Screen 5, logs: the live vLLM log with classified lines highlighted; filters (errors,
-start-up, NCCL), search, and follow/pause."""
+start-up, NCCL), search, and follow/pause. The access lines of Headroom's own polling
+(GET /metrics, /health every second) are hidden unless `p` shows them; long lines wrap
+unless `w` turns wrapping off (then the log scrolls sideways)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.markup import escape
 from textual.widgets import Input, RichLog, Static
 
 from headroom.tui.log_classes import LogEntry, matches_filter
@@ -18,21 +21,24 @@ SEVERITY_VARIABLE = {"error": "error", "warning": "warning"}
 
 
 class LogsScreen(HeadroomScreen):
-    """Live log. Keys: e/s/n filters, a all, / search, f follow or pause."""
+    """Live log. Keys: e/s/n filters, a all, / search, f follow or pause, p Headroom's own
+    polls shown or hidden, w wrap long lines."""
 
     MODE = "logs"
     BINDINGS = [
         Binding("e", "filter('errors')", "Errors"),
         Binding("s", "filter('startup')", "Start-up"),
         Binding("n", "filter('nccl')", "NCCL"),
-        Binding("a", "filter('all')", "All"),
+        Binding("a", "filter('all')", "All", show=False),  # or the filter's key again
         Binding("slash", "search", "Search", key_display="/"),
         Binding("f", "toggle_follow", "Follow"),
+        Binding("p", "toggle_polls", "Polls"),
+        Binding("w", "toggle_wrap", "Wrap"),
         Binding("escape", "clear_search", "Clear", show=False),
     ]
 
     def compose_body(self) -> ComposeResult:
-        yield RichLog(id="log-view", max_lines=LOG_KEEP, wrap=False, markup=False, auto_scroll=True)
+        yield RichLog(id="log-view", max_lines=LOG_KEEP, wrap=True, markup=False, auto_scroll=True)
         yield Static(id="log-status")
         yield Input(placeholder="search (enter to apply, escape to clear)", id="log-search")
 
@@ -45,6 +51,8 @@ class LogsScreen(HeadroomScreen):
         self.filter_name = "all"
         self.query_text = ""
         self.follow = True
+        self.show_polls = False  # Headroom's own GET /metrics and /health access lines
+        self._shown = self._polls = 0  # counted as lines are drawn (not per status update)
         self.query_one("#log-search", Input).display = False
         super().on_mount()
         self.query_one("#log-view").focus()
@@ -60,15 +68,24 @@ class LogsScreen(HeadroomScreen):
         """Redraw from the store's classified lines (some may have arrived while hidden)."""
         self._redraw_log()
 
+    @property
+    def shown_count(self) -> int:
+        """How many kept lines pass the filter, search and polls setting."""
+        return min(self._shown, len(self.entries))
+
     def append_log_lines(self, entries: list[LogEntry]) -> None:
         view = self.query_one("#log-view", RichLog)
         for entry in entries:
+            self._polls += entry.own_poll
             if self._visible(entry):
+                self._shown += 1
                 view.write(self._line_text(entry), scroll_end=self.follow)
         self._update_status(self.store)
 
     # -- drawing -------------------------------------------------------------------------
     def _visible(self, entry: LogEntry) -> bool:
+        if entry.own_poll and not self.show_polls:
+            return False
         if not matches_filter(entry, self.filter_name):
             return False
         return not self.query_text or self.query_text.lower() in entry.line.lower()
@@ -96,24 +113,36 @@ class LogsScreen(HeadroomScreen):
     def _redraw_log(self) -> None:
         view = self.query_one("#log-view", RichLog)
         view.clear()
+        self._shown = self._polls = 0
         for entry in self.entries:
+            self._polls += entry.own_poll
             if self._visible(entry):
+                self._shown += 1
                 view.write(self._line_text(entry), scroll_end=False)
         if self.follow:
             view.scroll_end(animate=False)
         self._update_status(self.store)
 
     def _update_status(self, store: Store) -> None:
-        shown = sum(1 for entry in self.entries if self._visible(entry))
+        total = len(self.entries)
+        shown = min(self._shown, total)
+        polls = min(self._polls, total)
         follow = "[$success]following[/]" if self.follow else "[$warning]paused[/]"
-        search = f"  search: [b]{self.query_text}[/b]" if self.query_text else ""
+        search = f"  search: [b]{escape(self.query_text)}[/b]" if self.query_text else ""
+        if polls and not self.show_polls:
+            hidden = f"  [$text-muted]{polls} Headroom polls hidden (p)[/]"
+        elif polls:
+            hidden = "  [$text-muted]Headroom polls shown (p)[/]"
+        else:
+            hidden = ""
         source = (
             ""
             if store.log_total or self.entries
-            else "  [$text-muted]no log lines yet (attach with --log FILE to follow a log)[/]"
+            else "  [$text-muted]no log lines yet (attach with --log-from FILE to follow a log)[/]"
         )
         self.query_one("#log-status", Static).update(
-            f"filter: [b]{FILTERS[self.filter_name]}[/b]  {follow}  {shown}/{len(self.entries)} lines{search}{source}"
+            f"filter: [b]{FILTERS[self.filter_name]}[/b]  {follow}  {shown}/{total} lines"
+            f"{search}{hidden}{source}"
         )
 
     # -- actions -------------------------------------------------------------------------
@@ -128,6 +157,15 @@ class LogsScreen(HeadroomScreen):
         if self.follow:
             view.scroll_end(animate=False)
         self._update_status(self.store)
+
+    def action_toggle_polls(self) -> None:
+        self.show_polls = not self.show_polls
+        self._redraw_log()
+
+    def action_toggle_wrap(self) -> None:
+        view = self.query_one("#log-view", RichLog)
+        view.wrap = not view.wrap
+        self._redraw_log()
 
     def action_search(self) -> None:
         search = self.query_one("#log-search", Input)
