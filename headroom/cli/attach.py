@@ -3,7 +3,12 @@
     headroom attach http://127.0.0.1:8000                 # the live dashboard (Textual)
     headroom attach 127.0.0.1:8000 --once                 # one snapshot as text
     headroom attach 127.0.0.1:8000 --once --json          # one snapshot as JSON
+    headroom attach 127.0.0.1:8000 --launched-with "vllm serve M --max-num-seqs 64"
+    headroom attach 127.0.0.1:8000 --launched-with "vllm serve M" --restart-with max_num_seqs=8
 
+`--launched-with` says how the server was started, so Headroom can restart it (stop its
+process group, wait for the GPU memory, start the new command line under Headroom, journal
+it); without it the restart dialog shows the command to run by hand.
 `--once` scrapes twice, `--interval` seconds apart, so rates and windowed latencies exist.
 Exit status: 0 server up (or up with engine metrics off), 1 down / slow / not vLLM / error,
 2 bad usage.
@@ -33,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="headroom attach",
         description="Watch a running vLLM server: KV-cache headroom, queue, latency, throughput.",
-        epilog="Exit status: 0 up, 1 down or not vLLM, 2 bad usage.",
+        epilog="Exit status: 0 up, 1 down or not vLLM, 2 bad usage. With --restart-with: 0 "
+        "the new configuration is ready, 1 it failed (rolled back when it could), 2 refused.",
     )
     parser.add_argument("url", help="the server, e.g. http://127.0.0.1:8000 (or host:port)")
     parser.add_argument(
@@ -52,6 +58,30 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=argparse.REMAINDER,
         metavar="CMD",
         help="follow the output of a command (e.g. --log-cmd docker logs -f vllm); put it last",
+    )
+    restart = parser.add_argument_group(
+        "restarting a server Headroom did not start",
+        "Headroom restarts only what it knows how to start again. Give the launch line exactly "
+        "as the server was started (one string, split like a shell but never run through "
+        "one); its process is found by the port it listens on, and stopped by process group.",
+    )
+    restart.add_argument(
+        "--launched-with",
+        metavar="COMMAND",
+        help='how the server was launched, e.g. "vllm serve MODEL --port 8000 --flags..."',
+    )
+    restart.add_argument(
+        "--launcher",
+        metavar="NAME|TEMPLATE",
+        help="how to start it again when the launch line alone does not say (a container): "
+        "vllm, api_server, sim, a config name, or a template with {model} and {flags}",
+    )
+    restart.add_argument(
+        "--restart-with",
+        action="append",
+        metavar="KNOB=VALUE",
+        help="restart now with this change (repeatable; e.g. max_num_seqs=8), print the "
+        "outcome and exit; the new server keeps running (needs --launched-with)",
     )
     return parser
 
@@ -74,7 +104,18 @@ def main(argv: list[str]) -> int:
         else:
             print(format_snapshot(snapshot))
         return 0 if snapshot.state in REACHABLE_STATES else 1
-    return _run_dashboard(url, args)
+    supervisor = None
+    if args.launched_with:
+        from headroom.supervisor.attached import AttachRestartError, attach_supervisor
+
+        try:
+            supervisor = attach_supervisor(url, args.launched_with, launcher=args.launcher)
+        except AttachRestartError as error:
+            print(f"headroom attach: {error}", file=sys.stderr)
+            return 2
+    if args.restart_with is not None:
+        return _restart_now(supervisor, args.restart_with)
+    return _run_dashboard(url, args, supervisor)
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -86,6 +127,10 @@ def _check(args: argparse.Namespace) -> str | None:
         return "--json needs --once (the dashboard is interactive)"
     if args.log_cmd is not None and not args.log_cmd:
         return "--log-cmd needs a command after it"
+    if args.once and (args.launched_with or args.restart_with):
+        return "--once only reads; --launched-with and --restart-with are for restarting"
+    if args.launcher and not args.launched_with:
+        return "--launcher needs --launched-with (the launch line it starts again)"
     try:
         normalize_base_url(args.url)
     except ValueError as error:
@@ -103,7 +148,40 @@ async def snapshot_once(url: str, interval: float, timeout: float) -> ServerMetr
         return await probe.scrape()
 
 
-def _run_dashboard(url: str, args: argparse.Namespace) -> int:
+def _restart_now(supervisor, changes_text: list[str]) -> int:
+    """`--restart-with`: one restart without the dashboard; 0 ready, 1 failed, 2 refused."""
+    from headroom.supervisor.attached import AttachRestartError, parse_change, restart_attached
+
+    try:
+        changes = dict(parse_change(text) for text in changes_text)
+    except AttachRestartError as error:
+        print(f"headroom attach: {error}", file=sys.stderr)
+        return 2
+
+    async def run() -> object:
+        if supervisor is not None:
+            await supervisor.start()  # watch the running server until the restart stops it
+        try:
+            return await restart_attached(supervisor, changes)
+        finally:
+            if supervisor is not None:
+                await supervisor.close()  # stop watching; the new server keeps running
+
+    outcome = asyncio.run(run())
+    for change in getattr(outcome, "diff", ()):
+        print(f"  {change}")
+    if supervisor is None:
+        print(f"headroom attach: {outcome.reason}", file=sys.stderr)
+        return 2
+    if outcome.ok:
+        print(f"restarted: ready at {supervisor.url} (pid {supervisor.pid}, run {outcome.run_id})")
+        return 0
+    back = " (rolled back to the last good configuration)" if outcome.rolled_back else ""
+    print(f"headroom attach: restart failed{back}: {outcome.reason}", file=sys.stderr)
+    return 1
+
+
+def _run_dashboard(url: str, args: argparse.Namespace, supervisor=None) -> int:
     try:
         from headroom.tui.app import run_attach
     except ImportError as error:
@@ -123,6 +201,8 @@ def _run_dashboard(url: str, args: argparse.Namespace) -> int:
         else:
             print("headroom attach: --log-cmd is not supported by this dashboard yet; "
                   "showing metrics only", file=sys.stderr)  # fmt: skip
+    if supervisor is not None:
+        kwargs["supervisor"] = supervisor
     kwargs = {k: v for k, v in kwargs.items() if k in accepted}
     return int(run_attach(**kwargs) or 0)
 
