@@ -311,24 +311,23 @@ class Supervisor:
 
     async def wait_ready(self, timeout_s: float | None = None) -> bool:
         """True once ready; False when the run failed/stopped (or timeout_s passed first)."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
+
+        def verdict() -> bool | None:
             if self.state in (ServerState.READY, ServerState.DEGRADED) and self.time_to_ready_s:
                 return True
-            if self.state in TERMINAL:
-                return False
-            self._state_changed.clear()
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(self._state_changed.wait(), remaining)
-            except TimeoutError:
-                return False
+            return False if self.state in TERMINAL else None
+
+        return await self._wait_until(verdict, timeout_s)
 
     async def wait_state(self, *states: ServerState, timeout_s: float | None = None) -> bool:
+        return await self._wait_until(lambda: True if self.state in states else None, timeout_s)
+
+    async def _wait_until(
+        self, verdict: Callable[[], bool | None], timeout_s: float | None
+    ) -> bool:
+        """Wait for state changes until verdict() says True or False; False on timeout."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while self.state not in states:
+        while (answer := verdict()) is None:
             self._state_changed.clear()
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
@@ -337,7 +336,7 @@ class Supervisor:
                 await asyncio.wait_for(self._state_changed.wait(), remaining)
             except TimeoutError:
                 return False
-        return True
+        return answer
 
     async def stop(self, *, outcome: str | None = None) -> None:
         """Stop the server (whole group, escalating signals), then wait for GPU memory."""
