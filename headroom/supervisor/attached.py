@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from headroom.cmdline import CommandLineError, VllmCommand, parse_command
 from headroom.supervisor.adopt import AdoptError, adopt, adopt_unmanaged, find_adoptable
 from headroom.supervisor.journal import RunRecord
-from headroom.supervisor.launcher import LauncherError, resolve_template
+from headroom.supervisor.launcher import LauncherError, describe, resolve_template
 from headroom.supervisor.supervisor import Supervisor, flag_tokens
 
 NOT_TOLD = (
@@ -100,6 +100,7 @@ def attach_supervisor(
         if record is not None:  # an earlier Headroom started it: its own log and run
             sup = adopt(record, **supervisor_kwargs)
             sup.command, sup.template = command, template
+            sup.launcher_name = describe(template)
             return sup
         sup = adopt_unmanaged(command, launcher=template, **supervisor_kwargs)
     except AdoptError as exc:
@@ -113,10 +114,22 @@ def _journal_adopted(sup: Supervisor, url: str) -> None:
     `headroom runs` lists the configuration Headroom took over."""
     from headroom.cmdline import redact_argv
 
+    flags = redact_argv(flag_tokens(sup.command))
+    try:  # attached before to the same server: that record, not a duplicate per attach
+        same = [
+            r
+            for r in sup.journal.records()
+            if r.trigger == "attached" and r.port == sup.port and r.outcome == "detached"
+        ]
+    except OSError:
+        same = []
+    if same and same[-1].flags == flags and f"(pid {sup.pid})" in (same[-1].notes or ""):
+        sup.run_id = same[-1].run_id
+        return
     record = RunRecord(
         model=sup.command.model,
         command=redact_argv(sup.argv()),
-        flags=redact_argv(flag_tokens(sup.command)),
+        flags=flags,
         launcher=sup.launcher_name,
         port=sup.port,
         outcome="detached",

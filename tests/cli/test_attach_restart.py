@@ -116,6 +116,31 @@ def test_restart_with_launch_line_replaces_the_server(unmanaged_sim, capsys):
     assert new.outcome in ("ready", "running")
 
 
+@pytest.mark.slow
+def test_dashboard_gets_a_supervisor_only_with_the_launch_line(unmanaged_sim, monkeypatch):
+    proc, url, argv, _ = unmanaged_sim
+    import headroom.tui.app as app
+
+    seen: list[dict] = []
+
+    def fake_run_attach(
+        url, interval=1.0, theme=None, log_from=None, log_cmd=None, supervisor=None
+    ):
+        seen.append({"url": url, "supervisor": supervisor})
+        return 0
+
+    monkeypatch.setattr(app, "run_attach", fake_run_attach)
+    assert attach.main([url]) == 0
+    assert attach.main([url, "--launched-with", " ".join(argv)]) == 0
+    assert seen[0]["supervisor"] is None
+    sup = seen[1]["supervisor"]
+    assert sup.pid == proc.pid and sup.adopted and sup.command.get("max_num_seqs") == 16
+    assert proc.poll() is None  # attaching alone touches nothing
+    assert attach.main([url, "--launched-with", " ".join(argv)]) == 0
+    assert seen[2]["supervisor"].run_id == sup.run_id  # one journal record per server
+    assert [r.trigger for r in Journal().records()] == ["attached"]
+
+
 def test_launch_line_forms_give_their_own_launcher():
     cmd, template = parse_launch("vllm serve m --port 8001 --max-num-seqs 4")
     assert template == "vllm serve {model} {flags}" and cmd.model == "m"
