@@ -7,6 +7,7 @@ variables below), so switching a theme never needs a CSS change.
 Headroom's own variables, defined by every theme:
 - `link-nvlink`, `link-pcie-switch`, `link-host-bridge`, `link-cross-socket`: topology link classes
 - `gauge-ok`, `gauge-warn`, `gauge-full`: KV-cache gauge bands
+- `panel-border`: panel frames (a computed `$panel-lighten-2` vanishes on a light background)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ REQUIRED_VARIABLES = (
     "gauge-ok",
     "gauge-warn",
     "gauge-full",
+    "panel-border",
 )
 
 

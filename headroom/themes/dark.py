@@ -22,6 +22,7 @@ THEME = Theme(
         "link-cross-socket": "#E0645C",
         "gauge-ok": "#5DBB7A",
         "gauge-warn": "#E0A23A",
+        "panel-border": "#45515D",
         "gauge-full": "#E0645C",
         "footer-key-foreground": "#C9A227",
     },

@@ -26,6 +26,7 @@ THEME = Theme(
         "link-cross-socket": "#FF4040",
         "gauge-ok": "#00FF66",
         "gauge-warn": "#FFD700",
+        "panel-border": "#9A9A9A",
         "gauge-full": "#FF4040",
         "footer-key-foreground": "#FFFF00",
     },

@@ -22,6 +22,7 @@ THEME = Theme(
         "link-cross-socket": "#B3261E",
         "gauge-ok": "#2E7D32",
         "gauge-warn": "#A86400",
+        "panel-border": "#A3ACB6",
         "gauge-full": "#B3261E",
     },
 )

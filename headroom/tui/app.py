@@ -30,6 +30,8 @@ from headroom.tui.sources import DataSources, LiveSources
 from headroom.tui.store import Store
 
 # Supervisor events worth a line among the dashboard's recent events.
+REDRAW_COALESCE_S = 0.1  # live data arriving within this long is drawn in one pass
+
 NOTICE_KINDS = {"restart", "rollback", "crash_backoff", "preflight", "memory", "notice", "launch"}
 
 
@@ -69,6 +71,8 @@ class HeadroomApp(ProbeLoops, App[int]):
         self._data_version = 0  # bumps when doctor inputs change
         self._diagnosed_version = -1
         self.restart_in_progress = False
+        self._pending_redraw: set[str] = set()
+        self._redraw_scheduled = False
 
     # -- start-up -----------------------------------------------------------------------
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -85,6 +89,25 @@ class HeadroomApp(ProbeLoops, App[int]):
 
     # -- message handlers: update the store, redraw what is visible -----------------------
     def _redraw(self, what: str) -> None:
+        """Redraw what changed on the visible screens. Live data is drawn in one pass per
+        REDRAW_COALESCE_S: the metrics scrape and the GPU sample of one interval land a few
+        milliseconds apart, and one compositor pass for both costs half of two."""
+        if self.sources.one_shot or what == "theme":
+            self._redraw_now(what)  # recorded data (tests, snapshots): draw at once
+            return
+        self._pending_redraw.add(what)
+        if not self._redraw_scheduled:
+            self._redraw_scheduled = True
+            self.set_timer(REDRAW_COALESCE_S, self._flush_redraw)
+
+    def _flush_redraw(self) -> None:
+        self._redraw_scheduled = False
+        pending, self._pending_redraw = self._pending_redraw, set()
+        with self.batch_update():
+            for what in pending:
+                self._redraw_now(what)
+
+    def _redraw_now(self, what: str) -> None:
         for screen in self.screen_stack[-2:]:  # the visible screen and the one under a modal
             show = getattr(screen, "show", None)
             if show is not None and screen.is_mounted:
@@ -115,6 +138,8 @@ class HeadroomApp(ProbeLoops, App[int]):
     def _on_log_lines(self, message: msg.LogLinesPending) -> None:
         new = self.store.take_log_lines()
         self._data_version += 1
+        if any(entry.severity == "error" for entry in new):
+            self.wake_doctor()
         self._redraw_logs(new)
         self._redraw("logs")
 
@@ -146,6 +171,7 @@ class HeadroomApp(ProbeLoops, App[int]):
             server.command = command
             server.model = getattr(command, "model", None) or server.model
         self._data_version += 1
+        self.wake_doctor()
         self._redraw("server")
 
     def _supervisor_event(self, event: Any) -> None:
@@ -221,7 +247,14 @@ class HeadroomApp(ProbeLoops, App[int]):
         from headroom.tui.screens.restart import RestartDialog, plan_restart
 
         plan = plan_restart(self.store.server.command, action)
-        self.push_screen(RestartDialog(plan, can_restart=self.sources.can_restart))
+        self.push_screen(
+            RestartDialog(plan, can_restart=self.sources.can_restart), self._after_restart_dialog
+        )
+
+    def _after_restart_dialog(self, restarted: bool | None) -> None:
+        # After a good restart, the dashboard is where the server is seen coming up and serving.
+        if restarted:
+            self.action_show("dashboard")
 
     @work(exclusive=True, group="restart", exit_on_error=False)
     async def run_restart(self, changes: dict[str, object]) -> None:

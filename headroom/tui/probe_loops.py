@@ -9,6 +9,7 @@ tried again next round. Recorded sources (`one_shot`) answer once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections import deque
 from typing import Any
@@ -21,6 +22,7 @@ LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
 DOCTOR_MIN_S = 5.0  # the doctor re-runs at most this often (it costs ~10 ms), only on new data
 GPU_UNAVAILABLE_RETRY_S = 15.0  # no driver / no GPU: look again this seldom, after a while
 GPU_QUICK_RETRIES = 10  # ...but first at the normal rate (a simulator's state appears late)
+DOCTOR_WAKE_GAP_S = 0.3  # after a wake-up, wait for the rest of the burst (log lines)
 TOPOLOGY_RETRY_S = 10.0  # an unreadable topology is read again this often
 
 
@@ -134,7 +136,7 @@ class ProbeLoops:
             matrix = result[0] if result else None
             if self.sources.one_shot or result is None or matrix.confidence != "unreadable":
                 return
-            await asyncio.sleep(TOPOLOGY_RETRY_S)
+            await asyncio.sleep(getattr(self.sources, "topology_retry_s", TOPOLOGY_RETRY_S))
 
     @work(exclusive=True, group="logs", exit_on_error=False)
     async def _log_loop(self) -> None:
@@ -148,25 +150,43 @@ class ProbeLoops:
 
         await self._repeat("logs", self.sources.read_log_lines, post, LOG_POLL_S)
 
+    def wake_doctor(self) -> None:
+        """Diagnose soon rather than within DOCTOR_MIN_S: the server changed state or the log
+        showed an error, and the user is about to look (a failed start must not read
+        "nothing wrong found" for seconds)."""
+        wake = getattr(self, "_doctor_wake", None)
+        if wake is not None:
+            wake.set()
+
     @work(exclusive=True, group="doctor", exit_on_error=False)
     async def _doctor_loop(self) -> None:
-        async def read() -> Any:
-            if self._data_version == self._diagnosed_version:
-                return None
-            self._diagnosed_version = self._data_version
-            # The doctor is pure but may take a moment: run it on a thread over a copy,
-            # so the UI thread is never held and the deques are not mutated under it.
-            view = dataclasses.replace(
-                self.store, metrics_history=deque(tuple(self.store.metrics_history))
-            )
-            return await asyncio.to_thread(self.sources.diagnose, view)
-
-        await self._repeat(
-            "doctor",
-            read,
-            lambda d: self.post_message(msg.DiagnosisMade(d)),
-            max(self.interval, DOCTOR_MIN_S),
-        )
+        self._doctor_wake = asyncio.Event()
+        while True:
+            if self._data_version != self._diagnosed_version:
+                self._diagnosed_version = self._data_version
+                # The doctor is pure but may take a moment: run it on a thread over a copy,
+                # so the UI thread is never held and the deques are not mutated under it.
+                view = dataclasses.replace(
+                    self.store, metrics_history=deque(tuple(self.store.metrics_history))
+                )
+                try:
+                    diagnosis = await asyncio.to_thread(self.sources.diagnose, view)
+                except ImportError as exc:
+                    self.post_message(msg.ProbeFailed("doctor", f"{exc.name} not available"))
+                    return
+                except Exception as exc:  # a doctor bug must not take the dashboard down
+                    self.post_message(msg.ProbeFailed("doctor", f"{type(exc).__name__}: {exc}"))
+                else:
+                    if diagnosis is not None:
+                        self.post_message(msg.DiagnosisMade(diagnosis))
+            if self.sources.one_shot:
+                return
+            self._doctor_wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._doctor_wake.wait(), timeout=max(self.interval, DOCTOR_MIN_S)
+                )
+            await asyncio.sleep(DOCTOR_WAKE_GAP_S)  # let the burst that woke it arrive
 
     @work(exclusive=True, group="runs", exit_on_error=False)
     async def _runs_once(self) -> None:

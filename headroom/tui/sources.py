@@ -52,6 +52,7 @@ class DataSources:
     gpus_remote_reason: str | None = None
     can_restart = False
     has_logs = True  # False: no log to follow, so the app does not poll for one
+    topology_retry_s = 10.0  # an unreadable topology is read again this often
 
     def clock(self) -> float:
         return time.monotonic()
@@ -173,7 +174,12 @@ class LiveSources(DataSources):
         sup = self.supervisor
         command = getattr(sup, "command", None)
         model = getattr(command, "model", None)
-        return ServerInfo(url=self.url, model=model, command=command, supervised=sup is not None)
+        # A supervised server is being launched from the first frame on ("unknown" reads as
+        # if something were wrong); its real state follows within half a second.
+        state = "starting" if sup is not None else "unknown"
+        return ServerInfo(
+            url=self.url, model=model, command=command, supervised=sup is not None, state=state
+        )
 
     async def start(self) -> None:
         if self._command_tail is not None:

@@ -48,7 +48,17 @@ async def test_default_story(tmp_path, monkeypatch):
     app = HeadroomApp(DemoSources(supervisor, scenario), interval=0.5)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(lambda: app.store.server.state == "failed", pilot, 60, "the failed start")
-        assert "start-up failed" in screen_text(app)
+        await wait_for(lambda: "start-up failed" in screen_text(app), pilot, 5, "the notice")
+        # The simulated machine's topology shows after a failed start too (not "no driver").
+        await wait_for(
+            lambda: (
+                app.store.topology is not None and app.store.topology.confidence != "unreadable"
+            ),
+            pilot,
+            10,
+            "the simulated topology",
+        )
+        assert "driver not loaded" not in screen_text(app)
         await pilot.press("4")
         await wait_for(
             lambda: app.store.diagnosis is not None and app.store.diagnosis.findings,
@@ -72,7 +82,8 @@ async def test_default_story(tmp_path, monkeypatch):
         await pilot.press("y")
         await wait_for(lambda: app.store.server.state == "ready", pilot, 90, "ready after restart")
         await wait_for(lambda: "restarted" in screen_text(app), pilot, 10, "the dialog's result")
-        await pilot.press("escape", "1")
+        await pilot.press("enter")  # closes the finished dialog and shows the dashboard
+        await wait_for(lambda: app.current_mode == "dashboard", pilot, 5, "the dashboard")
 
         def kv_full_and_preempting():
             metrics = app.store.metrics

@@ -18,8 +18,8 @@ PROBES = {
 
 class FailingSources(RecordedSources):
     def __init__(self, failing: str) -> None:
+        self.failing = failing  # first: __getattribute__ below reads it
         super().__init__()
-        self.failing = failing
 
     def __getattribute__(self, name):
         if name == PROBES.get(object.__getattribute__(self, "failing")):

@@ -61,7 +61,19 @@ def _engine(store: Store):
     return metrics.total
 
 
+# A supervised server that is not serving: say what it is doing, not "cannot reach URL".
+SUPERVISED_NOT_SERVING = {
+    "starting": "the server is starting; figures appear once it answers /metrics",
+    "failed": "not serving: start-up failed (4 shows the doctor's fix)",
+    "stopping": "the server is stopping",
+    "stopped": "the server is stopped",
+}
+
+
 def _metrics_reason(store: Store) -> str | None:
+    server = store.server
+    if server.supervised and server.state in SUPERVISED_NOT_SERVING:
+        return SUPERVISED_NOT_SERVING[server.state]
     if "metrics" in store.unavailable:
         return store.unavailable["metrics"]
     metrics = store.metrics

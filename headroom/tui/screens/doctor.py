@@ -12,6 +12,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
+from headroom.tui import format as fmt
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
 from headroom.tui.widgets.finding_line import SEVERITY, action_text
@@ -33,7 +34,8 @@ class DoctorScreen(HeadroomScreen):
 
     def compose_body(self) -> ComposeResult:
         table = DataTable(id="doctor-steps", cursor_type="none", show_cursor=False)
-        table.add_columns("#", "step", "status", "why")
+        # Status before the (long) step name, so it is visible at 80 columns.
+        table.add_columns("#", "status", "step", "why")
         yield table
         yield OptionList(id="doctor-findings", classes="panel")
         with VerticalScroll(id="doctor-evidence", classes="panel"):
@@ -65,7 +67,7 @@ class DoctorScreen(HeadroomScreen):
         with self.app.batch_update():
             for step in steps:
                 variable, word = STATUS_WORD.get(step.status, ("text-muted", step.status))
-                cells = (str(step.step), step.name, themed(self.app, word, variable), step.why)
+                cells = (str(step.step), themed(self.app, word, variable), step.name, step.why)
                 key = str(step.step)
                 if key in table.rows:
                     for column, value in zip(table.columns, cells, strict=False):
@@ -117,7 +119,9 @@ class DoctorScreen(HeadroomScreen):
             return
         finding, action = target
         lines = [f"[b]{escape(finding.title)}[/b]"]
-        lines += [f"  • {escape(item)}" for item in finding.evidence]
+        # Evidence lines quoted from the log read better without vLLM's "(EngineCore pid=1)
+        # ERROR 11-29 12:35:23 [core.py:1510]" prefix; the Logs screen has them whole.
+        lines += [f"  • {escape(fmt.short_message(item, 2000) or '')}" for item in finding.evidence]
         chosen = [action] if action is not None else list(finding.actions)
         for item in chosen:
             lines.append(f"[$accent]→ {escape(action_text(item))}[/]")

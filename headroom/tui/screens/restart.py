@@ -47,9 +47,9 @@ class RestartPlan:
 
 def plan_restart(command: Any, action: Any) -> RestartPlan:
     """Turn a doctor `Action` into the concrete flag changes and their diff."""
-    title = f"{action.direction} {action.knob}" + (
-        "" if action.value is None else f" to {action.value}"
-    )
+    from headroom.tui.widgets.finding_line import action_text
+
+    title = action_text(action)
     plan = RestartPlan(title=title, why=action.why, cost=action.cost)
     try:
         from headroom.doctor import plan_to_changes
@@ -117,12 +117,15 @@ class RestartDialog(ModalScreen[bool]):
         self.step_status = {step: "pending" for step, _ in STEPS}
         self.step_detail: dict[str, str] = {}
         self.outcome: str | None = None
+        self.succeeded = False
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
             box.border_title = "Restart with new flags"
             yield Static(self._head_markup(), id="restart-head")
-            yield Static("", id="restart-progress")
+            progress = Static("", id="restart-progress")
+            progress.display = False  # nothing to show until confirmed (no blank gap)
+            yield progress
             yield Static(self._keys_markup(), id="restart-keys")
 
     def _head_markup(self) -> str:
@@ -150,6 +153,8 @@ class RestartDialog(ModalScreen[bool]):
     def _keys_markup(self) -> str:
         if self.phase == "running":
             return "restarting… (the old flags come back if the new ones fail)"
+        if self.phase == "finished" and self.succeeded:
+            return "[$accent]enter[/] back to the dashboard to watch it serve"
         if self.phase == "finished" or not self.can_restart:
             return "[$accent]escape[/] close"
         return "[$accent]y[/] restart now   [$accent]n[/] cancel"
@@ -168,10 +173,15 @@ class RestartDialog(ModalScreen[bool]):
         return "\n".join(lines)
 
     def _refresh(self) -> None:
-        self.query_one("#restart-progress", Static).update(self._progress_markup())
+        progress = self.query_one("#restart-progress", Static)
+        progress.display = True
+        progress.update(self._progress_markup())
         self.query_one("#restart-keys", Static).update(self._keys_markup())
 
     def action_confirm(self) -> None:
+        if self.phase == "finished":
+            self.action_cancel()  # enter closes a finished dialog too
+            return
         if self.phase != "confirm" or not self.can_restart:
             return
         self.phase = "running"
@@ -183,7 +193,7 @@ class RestartDialog(ModalScreen[bool]):
         if self.phase == "running":
             self.notify("a restart is in progress; wait for it to finish", severity="warning")
             return
-        self.dismiss(self.phase == "finished" and self.outcome is not None)
+        self.dismiss(self.succeeded)  # True: the app shows the dashboard
 
     @on(msg.RestartProgressed)
     def _on_progress(self, message: msg.RestartProgressed) -> None:
@@ -201,6 +211,7 @@ class RestartDialog(ModalScreen[bool]):
     @on(msg.RestartFinished)
     def _on_finished(self, message: msg.RestartFinished) -> None:
         self.phase = "finished"
+        self.succeeded = bool(message.ok)
         for step, status in self.step_status.items():
             if status == "running":
                 self.step_status[step] = "done" if message.ok else "failed"

@@ -13,8 +13,15 @@ SEVERITY = {"error": ("$error", "✖"), "warning": ("$warning", "▲"), "info": 
 
 
 def action_text(action: Any) -> str:
-    value = "" if action.value is None else f" to {action.value}"
-    return f"{action.direction} {action.knob}{value}"
+    """ "raise gpu_memory_utilization to 0.95"; a byte count also in MiB/GiB, and an action
+    without a value (advice the doctor cannot turn into a flag) says so."""
+    value = action.value
+    if value is None:
+        return f"{action.direction} {action.knob} (advice: no value to apply)"
+    text = f" to {value}"
+    if action.knob.endswith("_bytes") and isinstance(value, int) and value >= 2**20:
+        text += f" ({value / 2**30:.1f} GiB)" if value >= 2**30 else f" ({value / 2**20:.1f} MiB)"
+    return f"{action.direction} {action.knob}{text}"
 
 
 class FindingLine(Static):

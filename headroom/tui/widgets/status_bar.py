@@ -31,6 +31,13 @@ def state_markup(state: str | None) -> str:
     return f"[{variable}]● {escape(word)}[/]"
 
 
+def uptime(seconds: float) -> str:
+    """Seconds only in the first minute, then minutes: the bar on every screen repaints
+    once a minute rather than every second (monitoring overhead), and "12m" says enough."""
+    text = fmt.duration(seconds)
+    return text[:-3] if seconds >= 60 and text.endswith("s") and "m" in text else text
+
+
 class StatusBar(Static):
     """Screen number and title, server state with uptime, model and URL, on one line."""
 
@@ -52,7 +59,7 @@ class StatusBar(Static):
         server = store.server
         parts = [self.title_text, state_markup(server.state)]
         if server.up_since is not None:
-            parts[-1] += f" {fmt.duration(now - server.up_since)}"
+            parts[-1] += f" {uptime(now - server.up_since)}"
         if server.model:
             parts.append(escape(server.model))
         if server.url:
