@@ -127,21 +127,40 @@ def non_default_args_fields(match: re.Match[str]) -> dict[str, object]:
     return {"args": value} if isinstance(value, dict) else {"raw": raw}
 
 
+# A literal first keeps each search fast on a config line of several thousand characters
+# (a leading \b would make the regex engine try every position); the word boundary before
+# the key is checked by hand instead.
+_CONFIG_KEYS = {
+    key: re.compile(rf"{key}=({value})")
+    for key, value in (
+        ("tensor_parallel_size", r"\d+"), ("pipeline_parallel_size", r"\d+"),
+        ("data_parallel_size", r"\d+"), ("max_seq_len", r"\d+"), ("dtype", r"[\w.]+"),
+        ("kv_cache_dtype", r"[\w.]+"), ("quantization", r"[\w.]+"),
+        ("device_config", r"[\w.]+"), ("enforce_eager", r"[\w.]+"),
+    )
+}  # fmt: skip
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _config_value(text: str, pattern: re.Pattern[str]) -> str | None:
+    """The first `key=value` of the pattern whose key starts a word (as \\bkey=value)."""
+    for found in pattern.finditer(text):
+        start = found.start()
+        if start == 0 or not _WORD_CHAR.match(text, start - 1):
+            return found.group(1)
+    return None
+
+
 def engine_config_fields(match: re.Match[str]) -> dict[str, object]:
     text = match.string
     out: dict[str, object] = {"version": match.group("version")}
     model = re.search(r"model='([^']*)'", text)
     if model:
         out["model"] = model.group(1)
-    for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                "max_seq_len"):  # fmt: skip
-        found = re.search(rf"\b{key}=(\d+)", text)
-        if found:
-            out[key] = int(found.group(1))
-    for key in ("dtype", "kv_cache_dtype", "quantization", "device_config", "enforce_eager"):
-        found = re.search(rf"\b{key}=([\w.]+)", text)
-        if found:
-            out[key] = found.group(1)
+    for key, pattern in _CONFIG_KEYS.items():
+        value = _config_value(text, pattern)
+        if value is not None:
+            out[key] = int(value) if key.endswith(("_size", "_len")) else value
     return out
 
 
