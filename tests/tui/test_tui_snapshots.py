@@ -23,7 +23,7 @@ async def settle(pilot) -> None:
 
 
 def make_app(**kwargs) -> HeadroomApp:
-    keys = ("gpus_local", "restart_outcome")
+    keys = ("gpus_local", "restart_outcome", "story")
     sources = RecordedSources(**{k: kwargs.pop(k) for k in keys if k in kwargs})
     return HeadroomApp(sources, **kwargs)
 
@@ -81,3 +81,30 @@ def test_help(snap_compare):
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("screen", ["dashboard", "doctor"])
+def test_failed_start(snap_compare, screen):
+    """The demo's first act on a real capture: vLLM refused max_model_len 2048; the doctor's
+    verdict is the live doctor's on that log."""
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press(SCREENS[screen])
+        await settle(pilot)
+
+    app = make_app(story="failed")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_failed_start_restart_dialog(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        await pilot.press("down")  # the second action: lower max_model_len to vLLM's estimate
+        await pilot.press("enter")
+        await pilot.pause()
+
+    app = make_app(story="failed")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
