@@ -12,13 +12,28 @@ GPUs as data-parallel replicas.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from headroom.doctor.gpu_spec import GpuSpec
-from headroom.doctor.memory_model import Knobs, MemoryAccount, account, heads_valid
+from headroom.doctor.memory_model import (
+    GIB,
+    Knobs,
+    MemoryAccount,
+    account,
+    heads_valid,
+    usable_kv_tokens,
+)
 from headroom.doctor.versions import default_utilization, effective_version
 
 PCIE_TP_LIMIT = 4
+# How far the KV estimate can be off: checked against the simulator (an independent reading
+# of vLLM) over tests/integration/test_doctor_vs_simulator.py's grid, KV memory per GPU
+# agrees within 0.85 GiB (non-torch memory, CUDA-graph pool and activation peak are
+# estimates of what vLLM measures). A recommended --max-model-len stays that far, and at
+# least 3 %, below the estimated fit, so the estimate's error does not make vLLM refuse it.
+KV_ESTIMATE_ERROR_GIB = 0.85
+FIT_MARGIN_RATIO = 0.03
 
 
 @dataclass(frozen=True)
@@ -164,7 +179,11 @@ def plan(
         kv_dtype,
         ver,
     )
-    argv = _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command)
+    recommended = None
+    if command is None and acc.max_model_len_fit < acc.max_model_len:
+        recommended, why = recommended_max_model_len(acc)
+        notes.append(why)
+    argv = _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command, recommended)
     return Plan(
         getattr(model, "name", "model"),
         gpu,
@@ -229,7 +248,42 @@ def _steps(
     return tuple((i + 1, status, text) for i, (status, text) in enumerate((s1, s2, s3, s4, s5)))
 
 
-def _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command) -> list[str]:
+def recommended_max_model_len(acc: MemoryAccount) -> tuple[int, str]:
+    """The --max-model-len to recommend when the wanted context does not fit, and why.
+
+    acc.max_model_len_fit is the raw estimate (vLLM's own refusal threshold if the estimate
+    were exact); the recommendation leaves the estimate's known error below it
+    (KV_ESTIMATE_ERROR_GIB of KV per GPU, or FIT_MARGIN_RATIO, whichever is more tokens),
+    rounded down to a multiple of 1024 (256 below 16K, the block size below 1K). The
+    model's position limit needs no margin: it is exact.
+    """
+    fit = acc.max_model_len_fit
+    usable = usable_kv_tokens(acc.kv_capacity_tokens, acc.block_size)
+    margin = max(
+        int(KV_ESTIMATE_ERROR_GIB * GIB // max(acc.kv_bytes_per_token, 1)),
+        math.ceil(usable * FIT_MARGIN_RATIO),
+    )
+    safe = usable - margin
+    step = 1024 if safe >= 16384 else 256 if safe >= 1024 else max(acc.block_size, 1)
+    safe = safe // step * step
+    if acc.position_limit and acc.position_limit <= safe:
+        return acc.position_limit, (
+            f"--max-model-len {acc.position_limit:,}: the model's own limit (the KV cache holds more)"
+        )
+    if safe < 16:
+        return fit, (
+            f"--max-model-len {fit:,} is the estimated fit with no margin: the KV cache is "
+            f"smaller than the estimate's error ({margin:,} tokens), so vLLM may refuse it; "
+            "add GPUs or lower the context"
+        )
+    return safe, (
+        f"--max-model-len {safe:,}, below the estimated fit of {fit:,}: the KV estimate can "
+        f"be off by {KV_ESTIMATE_ERROR_GIB} GiB per GPU ({margin:,} tokens here), so the "
+        f"margin keeps vLLM from refusing the length (rounded down to a multiple of {step})"
+    )
+
+
+def _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command, recommended=None) -> list[str]:
     if command is not None:
         try:
             from headroom.cmdline import render
@@ -243,7 +297,8 @@ def _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command) -> list[str]:
     if dp > 1:
         argv += ["--data-parallel-size", str(dp)]
     if acc.max_model_len_fit >= 16:
-        argv += ["--max-model-len", str(min(acc.max_model_len, acc.max_model_len_fit))]
+        length = recommended or min(acc.max_model_len, acc.max_model_len_fit)
+        argv += ["--max-model-len", str(length)]
     if base.max_num_seqs:
         argv += ["--max-num-seqs", str(base.max_num_seqs)]
     if acc.utilization != default_utilization(ver):

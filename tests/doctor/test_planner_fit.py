@@ -8,7 +8,7 @@ import pytest
 from headroom.cmdline import parse_command
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.model_table import find_model
-from headroom.doctor.planner import plan
+from headroom.doctor.planner import plan, recommended_max_model_len
 
 LLAMA_8B = find_model("Llama-3.1-8B")
 
@@ -24,7 +24,9 @@ def test_proposed_max_model_len_leaves_the_null_block(gpus):
     p = plan(LLAMA_8B, parse_gpu_spec(gpus), context=131072)
     acc = p.account
     proposed = _proposed_len(p.command)
-    assert proposed == acc.max_model_len_fit
+    # the raw estimate stays in the account; the command keeps a margin below it
+    assert proposed == recommended_max_model_len(acc)[0] < acc.max_model_len_fit
+    assert any(f"below the estimated fit of {acc.max_model_len_fit:,}" in n for n in p.notes)
     # one request of `proposed` tokens in num_blocks - 1 blocks
     blocks = acc.kv_capacity_tokens // acc.block_size
     assert -(-proposed // acc.block_size) <= blocks - 1
