@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from headroom.simulator.accounting import StartupPlan
 from headroom.simulator.logs import GIB, VllmLog, format_gib
+from headroom.simulator.startup_failures import FRAMES, SITE, config_failure_text, frames_text
 
-SITE = "/opt/venv/lib/python3.11/site-packages"
 CORE = "core.py:1510"
 
 ROUTES = [
@@ -34,66 +34,6 @@ ROUTES = [
     ("/v1/chat/completions", "POST"),
     ("/v1/completions", "POST"),
 ]
-
-# Frames shown above the root cause, per failure (file, line, function, source line).
-_FRAMES = {
-    "free_memory_below_utilization": [
-        (
-            "vllm/v1/worker/gpu_worker.py",
-            253,
-            "init_device",
-            "self.requested_memory = request_memory(init_snapshot, self.cache_config)",
-        ),
-        ("vllm/v1/worker/utils.py", 761, "request_memory", "raise ValueError("),
-    ],
-    "kv_heads_not_divisible": [
-        (
-            "vllm/model_executor/layers/linear.py",
-            1066,
-            "__init__",
-            "self.num_kv_heads = divide(self.total_num_kv_heads, tp_size)",
-        ),
-        (
-            "vllm/distributed/utils.py",
-            55,
-            "ensure_divisibility",
-            'assert numerator % denominator == 0, "{} is not divisible by {}".format(',
-        ),
-    ],
-    "weights_oom": [
-        ("vllm/v1/worker/gpu_model_runner.py", 5086, "load_model", "raise e"),
-    ],
-    "no_cache_memory": [
-        (
-            "vllm/v1/core/kv_cache_utils.py",
-            2642,
-            "get_kv_cache_configs",
-            "_check_enough_kv_cache_memory(",
-        ),
-        (
-            "vllm/v1/core/kv_cache_utils.py",
-            1030,
-            "_check_enough_kv_cache_memory",
-            "raise ValueError(",
-        ),
-    ],
-    "cudagraph_oom": [
-        ("vllm/v1/worker/gpu_model_runner.py", 6592, "capture_model", "self._capture_cudagraphs("),
-    ],
-}
-_FRAMES["max_seq_len_exceeds_kv"] = _FRAMES["no_cache_memory"]
-
-
-def _frames_text(frames) -> list[str]:
-    lines = [
-        "Traceback (most recent call last):",
-        f'  File "{SITE}/vllm/v1/engine/core.py", line 1482, in run_engine_core',
-        "    engine_core = EngineCoreProc(*args, engine_index=dp_rank, **kwargs)",
-    ]
-    for path, line, func, src in frames:
-        lines.append(f'  File "{SITE}/{path}", line {line}, in {func}')
-        lines.append(f"    {src}")
-    return lines
 
 
 def print_preamble(log: VllmLog, version: str, model: str, non_default: dict) -> None:
@@ -347,47 +287,12 @@ class StartupPrinter:
     # --- failures -----------------------------------------------------------------------
 
     def _config_failure(self) -> int:
-        f = self.plan.failure
-        n = f.numbers
-        if f.kind == "heads_not_divisible":
-            msg, cls = self.log.heads_error(n["heads"], n["tp"]), "VllmConfig"
-        elif f.kind == "world_size_too_large":
-            msg, cls = self.log.world_size_error(n["world_size"], n["gpus"]), "ParallelConfig"
-        elif f.kind == "batched_below_seqs":
-            msg, cls = (
-                (
-                    f"max_num_batched_tokens ({n['batched']}) must be greater than or equal "
-                    f"to max_num_seqs ({n['seqs']})."
-                ),
-                "SchedulerConfig",
-            )
-        else:
-            msg, cls = (
-                self.log.long_max_model_len_error(n["max_model_len"], n["derived"]),
-                "ModelConfig",
-            )
-        err = sys.stderr
-        err.write("Traceback (most recent call last):\n")
-        err.write(f'  File "{SITE}/vllm/engine/arg_utils.py", line 2838, in create_engine_config\n')
-        err.write("    config = VllmConfig(\n             ^^^^^^^^^^^\n")
-        err.write(f'  File "{SITE}/pydantic/_internal/_dataclasses.py", line 121, in __init__\n')
-        err.write(
-            "    s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), "
-            "self_instance=s)\n"
-        )
-        err.write(f"pydantic_core._pydantic_core.ValidationError: 1 validation error for {cls}\n")
-        err.write(
-            f"  Value error, {msg} [type=value_error, input_value=ArgsKwargs((), "
-            "{'model_co... 'shutdown_timeout': 0}), input_type=ArgsKwargs]\n"
-        )
-        err.write(
-            "    For further information visit https://errors.pydantic.dev/2.14/v/value_error\n"
-        )
-        err.flush()
+        sys.stderr.write(config_failure_text(self.log, self.plan.failure))
+        sys.stderr.flush()
         return 1
 
     def _engine_failure(self, exc_type: str, message: str) -> int:
-        frames = _frames_text(_FRAMES.get(self.plan.failure.kind, []))
+        frames = frames_text(FRAMES.get(self.plan.failure.kind, []))
         self.engine(CORE, "EngineCore failed to start.", "ERROR")
         for line in frames:
             self.engine(CORE, line, "ERROR")
