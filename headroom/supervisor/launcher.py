@@ -99,6 +99,13 @@ def resolve_template(name_or_template: str, config: LauncherConfig | None = None
     )
 
 
+def flag_tokens(command) -> list[str]:
+    """The flag tokens of a VllmCommand without `--model M`: the launcher template places
+    the model."""
+    tokens = getattr(command, "flag_tokens", None)
+    return list(tokens()) if callable(tokens) else list(command.tokens)
+
+
 def build_argv(
     template: str,
     model: str | None,

@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from headroom.cmdline import redact_argv
 from headroom.supervisor import preflight as pf
 from headroom.supervisor import statefile
+from headroom.supervisor.journal import RunRecord, new_run_id
+from headroom.supervisor.launcher import flag_tokens
 from headroom.supervisor.run_stats import gpus_from_snapshot, model_shape_dict, topology_summary
 from headroom.supervisor.states import ServerState
 
@@ -19,7 +22,6 @@ from headroom.supervisor.states import ServerState
 CRASH_BUDGET_RESET_S = 600.0
 
 if TYPE_CHECKING:
-    from headroom.supervisor.journal import RunRecord
     from headroom.supervisor.supervisor import Supervisor
 
 
@@ -92,9 +94,6 @@ def write_state_file(sup: Supervisor) -> None:
     proc = sup.process
     if proc is None or sup.log_path is None:
         return
-    from headroom.cmdline import redact_argv
-    from headroom.supervisor.supervisor import flag_tokens
-
     record = statefile.ServerRecord(
         pid=proc.pid,
         pgid=proc.pgid,
@@ -115,6 +114,25 @@ def write_state_file(sup: Supervisor) -> None:
         statefile.write_state(record, sup.state_dir)
     except OSError as exc:
         sup.emit("notice", f"could not write the state file (no re-adoption after a drop): {exc}")
+
+
+def journal_new_run(sup: Supervisor, argv: list[str], reason: str | None) -> None:
+    """The journal record of a run that just launched (secrets redacted)."""
+    record = RunRecord(
+        run_id=sup.run_id or new_run_id(),
+        model=sup.command.model,
+        command=redact_argv(argv),
+        flags=redact_argv(flag_tokens(sup.command)),
+        launcher=sup.launcher_name,
+        env=sup.relevant_env(),
+        port=sup.port,
+        log_path=str(sup.log_path),
+        trigger=reason or sup._run_reason,
+        parent_run_id=sup._run_parent,
+        changes=sup._run_changes,
+    )
+    fill_context(sup, record)
+    sup._journal_safely(sup.journal.append, record)
 
 
 def fill_context(sup: Supervisor, record: RunRecord) -> None:

@@ -20,8 +20,14 @@ import httpx
 from headroom.cmdline import VllmCommand, redact_argv, redact_env
 from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor import ending, lifecycle
-from headroom.supervisor.journal import Journal, RunRecord, new_run_id
-from headroom.supervisor.launcher import LauncherConfig, build_argv, describe, resolve_template
+from headroom.supervisor.journal import Journal, new_run_id
+from headroom.supervisor.launcher import (  # flag_tokens: re-exported for callers
+    LauncherConfig,
+    build_argv,
+    describe,
+    flag_tokens,
+    resolve_template,
+)
 from headroom.supervisor.log_tail import FileTail
 from headroom.supervisor.paths import data_dir as default_data_dir
 from headroom.supervisor.paths import logs_dir
@@ -37,12 +43,6 @@ from headroom.supervisor.states import (  # noqa: F401 - re-exported for callers
     ServerState,
     SupervisorEvent,
 )
-
-
-def flag_tokens(command: VllmCommand) -> list[str]:
-    """The flag tokens without `--model M`: the launcher template places the model."""
-    tokens = getattr(command, "flag_tokens", None)
-    return list(tokens()) if callable(tokens) else list(command.tokens)
 
 
 class Supervisor:
@@ -252,7 +252,7 @@ class Supervisor:
             argv=redact_argv(argv),
             log_path=str(self.log_path),
         )
-        self._journal_new_run(argv, reason)
+        lifecycle.journal_new_run(self, argv, reason)
         lifecycle.write_state_file(self)
         self._watch_task = asyncio.create_task(self._watch(), name="headroom-supervisor-watch")
         self._topology_task = asyncio.create_task(lifecycle.journal_topology(self))
@@ -271,23 +271,6 @@ class Supervisor:
         self._ready_timeout = None
         self._metrics_probe = None  # bound to the watcher's HTTP client and this run's URL
         self._metrics_state: str | None = None
-
-    def _journal_new_run(self, argv: list[str], reason: str | None) -> None:
-        record = RunRecord(
-            run_id=self.run_id or new_run_id(),
-            model=self.command.model,
-            command=redact_argv(argv),
-            flags=redact_argv(flag_tokens(self.command)),
-            launcher=self.launcher_name,
-            env=self.relevant_env(),
-            port=self.port,
-            log_path=str(self.log_path),
-            trigger=reason or self._run_reason,
-            parent_run_id=self._run_parent,
-            changes=self._run_changes,
-        )
-        lifecycle.fill_context(self, record)
-        self._journal_safely(self.journal.append, record)
 
     def _journal_safely(self, fn: Callable, *args, **kwargs) -> None:
         try:
