@@ -152,3 +152,11 @@ def short_message(text: str | None, limit: int = 240) -> str | None:
     first = _LOG_PREFIX.sub("", str(text).strip().splitlines()[0] if str(text).strip() else "")
     first = " ".join(first.split())
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def escape_markup(text: object) -> str:
+    """`text` made safe inside Textual markup. Unlike `textual.markup.escape`, which escapes
+    only what looks like a whole tag, this escapes every "[": a message cut short can end
+    in an unclosed "[type=value_error, ..." that would otherwise swallow the next "[/]" and
+    crash the draw (seen with pydantic errors in vLLM's start-up failures)."""
+    return str(text).replace("[", "\\[")

@@ -12,6 +12,7 @@ from headroom.tui.widgets.finding_line import FindingLine
 from headroom.tui.widgets.gpu_strip import GpuStrip
 from headroom.tui.widgets.kv_panel import KvPanel
 from headroom.tui.widgets.server_facts import ServerFacts
+from headroom.tui.widgets.server_notice import MESSAGES as NOTICE_MESSAGES
 from headroom.tui.widgets.server_notice import ServerNotice
 from headroom.tui.widgets.serving_stats import ServingStats
 
@@ -82,5 +83,7 @@ def _metrics_reason(store: Store) -> str | None:
             return "no server URL"
         return None
     if metrics.state != "up":
+        if metrics.state in NOTICE_MESSAGES:  # the notice above says why, in full
+            return f"no figures while the server is {NOTICE_MESSAGES[metrics.state][1]}"
         return metrics.message or f"server {metrics.state}"
     return None

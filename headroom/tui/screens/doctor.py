@@ -8,11 +8,11 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
 from headroom.tui import format as fmt
+from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
 from headroom.tui.widgets.finding_line import SEVERITY, action_text

@@ -8,10 +8,10 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from headroom.tui import format as fmt
+from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
 from headroom.tui.widgets.keyed_table import sync_rows

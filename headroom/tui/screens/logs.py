@@ -9,9 +9,9 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.markup import escape
 from textual.widgets import Input, RichLog, Static
 
+from headroom.tui.format import escape_markup as escape
 from headroom.tui.log_classes import LogEntry, matches_filter
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import LOG_KEEP, Store

@@ -15,12 +15,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from headroom.tui import format as fmt
 from headroom.tui import messages as msg
+from headroom.tui.format import escape_markup as escape
 
 STEPS = (("stop", "stop"), ("memory", "memory released"), ("start", "start"), ("ready", "ready"))
 MARKS = {

@@ -8,9 +8,9 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
 from headroom.tui.widgets.themed import themed

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.markup import escape
 from textual.widgets import Static
 
+from headroom.tui.format import escape_markup as escape
 from headroom.tui.widgets.cheap_update import set_markup
 
 SEVERITY = {"error": ("$error", "✖"), "warning": ("$warning", "▲"), "info": ("$primary", "●")}

@@ -6,10 +6,10 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.markup import escape
 from textual.widgets import Static
 
 from headroom.tui import format as fmt
+from headroom.tui.format import escape_markup as escape
 from headroom.tui.widgets.cheap_update import set_markup
 
 WARN_AT = 0.80  # vLLM starts preempting near full; amber well before that
@@ -32,7 +32,7 @@ class KvPanel(Vertical):
 
     DEFAULT_CSS = """
     KvPanel { height: auto; }
-    KvPanel > #kv-gauge { height: 1; }
+    KvPanel > #kv-gauge { height: auto; }
     KvPanel > #kv-detail { height: 1; }
     KvPanel > #kv-history { height: 1; }
     KvPanel > #kv-engines { height: auto; display: none; }
@@ -98,6 +98,8 @@ def _detail_text(engine: Any) -> str:
     if headroom is not None:
         size = f" of {fmt.compact(avg)} tok" if avg else ""
         parts.append(f"headroom [b]{headroom:.1f}[/b] req{size}")
+    elif not avg:
+        parts.append("[$text-muted]headroom: no requests yet to size it[/]")
     else:
         parts.append("headroom N/A")
     return "  ".join(parts)
