@@ -40,15 +40,25 @@ class EventsPanel(Static):
             text = "no log events yet" if has_logs else "no log to read (attach --log-from FILE)"
             set_markup(self, f"[$text-muted]{text}[/]")
             return
-        lines = []
-        for entry in events[-rows:]:
+        # Tensor-parallel workers each log the same line ("Model loading took ..." x 8):
+        # one row with a count says it without pushing everything else off the panel.
+        merged: list[list] = []  # [entry, message, count]
+        for entry in events[-(rows * 16) :]:
             label = entry.kind or entry.severity
-            message = fmt.short_message(entry.line, max(10, width - len(label) - 3)) or ""
+            message = fmt.short_message(entry.line, max(10, width - len(label) - 8)) or ""
+            if merged and merged[-1][0].kind == entry.kind and merged[-1][1] == message:
+                merged[-1][2] += 1
+            else:
+                merged.append([entry, message, 1])
+        lines = []
+        for entry, message, count in merged[-rows:]:
+            label = entry.kind or entry.severity
             colour = SEVERITY_VARIABLE.get(
                 entry.severity,
                 "$accent" if (entry.kind or "").startswith("headroom") else "$primary",
             )
-            lines.append(f"[{colour}]{escape(label)}[/] {escape(message)}")
+            times = f" [$text-muted]×{count}[/]" if count > 1 else ""
+            lines.append(f"[{colour}]{escape(label)}[/] {escape(message)}{times}")
         set_markup(self, "\n".join(lines))
 
     def on_resize(self) -> None:

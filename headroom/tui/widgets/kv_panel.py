@@ -97,7 +97,8 @@ def _detail_text(engine: Any) -> str:
     ]
     if headroom is not None:
         size = f" of {fmt.compact(avg)} tok" if avg else ""
-        parts.append(f"headroom [b]{headroom:.1f}[/b] req{size}")
+        count = f"{headroom:,.0f}" if headroom >= 100 else f"{headroom:.1f}"
+        parts.append(f"headroom [b]{count}[/b] req{size}")
     elif not avg:
         parts.append("[$text-muted]headroom: no requests yet to size it[/]")
     else:
