@@ -67,3 +67,18 @@ async def test_demo_sources_word_missing_gpus_and_topology(tmp_path, monkeypatch
     matrix, _ = await sources.read_topology()
     assert matrix.problems == (demo_sources.DEMO_TOPOLOGY_NOTE,)
     assert sources.topology_retry_s < 10
+
+
+async def test_tp_verdict_without_a_gpu_set_has_no_question_mark(recorded_app):
+    from headroom.probes.topology import TpVerdict
+
+    app = recorded_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.store.verdicts = [
+            TpVerdict(8, (), None, "impossible", ("only 4 GPU(s) in this matrix; TP=8 needs 8",))
+        ]
+        await pilot.press("3")
+        await settle(app, pilot)
+        text = screen_text(app)
+        assert "TP=8: impossible" in text and "GPU ?" not in text

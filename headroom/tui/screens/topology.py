@@ -124,12 +124,13 @@ class TopologyScreen(HeadroomScreen):
             )
         for verdict in verdicts:
             style = LEVEL_STYLE.get(verdict.level, "$text-muted")
-            gpus = ",".join(str(g) for g in verdict.gpus) or "?"
+            # No GPU set (e.g. TP larger than the machine): say nothing rather than "GPU ?".
+            gpus = f" on GPU {','.join(str(g) for g in verdict.gpus)}" if verdict.gpus else ""
             weakest = (
                 f", weakest link {escape(verdict.weakest_link)}" if verdict.weakest_link else ""
             )
             lines.append(
-                f"[b]TP={verdict.tp}[/b] on GPU {gpus}: [{style}][b]{escape(verdict.level)}[/b][/]{weakest}"
+                f"[b]TP={verdict.tp}[/b]{gpus}: [{style}][b]{escape(verdict.level)}[/b][/]{weakest}"
             )
             lines += [f"  • {escape(reason)}" for reason in verdict.reasons]
         if not verdicts:

@@ -100,7 +100,7 @@ def _detail_text(engine: Any) -> str:
         count = f"{headroom:,.0f}" if headroom >= 100 else f"{headroom:.1f}"
         parts.append(f"headroom [b]{count}[/b] req{size}")
     elif not avg:
-        parts.append("[$text-muted]headroom: no requests yet to size it[/]")
+        parts.append("[$text-muted]headroom: sized once requests finish[/]")
     else:
         parts.append("headroom N/A")
     return "  ".join(parts)
