@@ -176,7 +176,7 @@ async def test_supervisor_events_reach_the_dashboard_events_panel():
         await pilot.pause()
         kinds = [entry.kind for entry in app.store.events]
         assert kinds == ["headroom restart"]
-        await pilot.pause(0.3)  # live redraws are coalesced (REDRAW_COALESCE_S)
+        await pilot.pause()
         assert "restart: + max_num_seqs 32" in screen_text(app)
         await pilot.press("q", "d")
         await pilot.pause(0.2)
