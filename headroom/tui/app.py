@@ -12,6 +12,9 @@ and `HeadroomApp` itself (headroom demo, tests).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -80,6 +83,14 @@ class HeadroomApp(ProbeLoops, App[int]):
         self.theme_changed_signal.subscribe(self, lambda _theme: self._redraw("theme"))
         self.sources.on_supervisor_event(self._supervisor_event)
         self.switch_mode(self._start_screen)
+        if getattr(self.sources, "stop_on_exit", False):
+            # A closed terminal or SSH session (SIGHUP) must still stop the server the demo
+            # launched: exit through on_unmount, which closes the sources (seen: an orphaned
+            # simulator after tmux kill-session).
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop = asyncio.get_running_loop()
+                for number in (signal.SIGHUP, signal.SIGTERM):
+                    loop.add_signal_handler(number, self.exit)
         # Probes import httpx, NVML and friends: start them once the first frame is painted.
         self.call_after_refresh(self._start_loops)
 
