@@ -4,8 +4,10 @@ Every call goes through `NvmlCaller` (nvml_calls.py): a field NVML cannot give i
 that falls off the bus is `lost=True` while the others keep reporting, and a machine without
 driver, library or GPU gives `available=False` with one reason instead of an exception.
 
-Static facts (name, UUID, bus id, maxima, NVLink count) are read once per GPU and cached, so
-a steady-state sample costs roughly twenty NVML calls per GPU.
+Fixed facts (name, UUID, bus id, power limit, maxima, MIG and ECC mode, NVLink count and
+peers, driver and CUDA versions) are read once per GPU handle and cached: a GPU that was lost
+and came back, or NVML started again, gets a new handle and so a fresh read. A steady-state
+sample then costs only the live readings, about twenty NVML calls per GPU on an NVLink node.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from headroom.probes.gpu_processes import (
@@ -93,6 +96,10 @@ class NvmlProbe:
         self._lock = threading.Lock()
         self._handles: dict[int, Any] = {}
         self._static: dict[int, dict[str, Any]] = {}
+        # index -> the handle its fixed facts were read through (kept past a loss, for identity)
+        self._static_handle: dict[int, Any] = {}
+        # system-wide facts (driver/CUDA version) of the current NVML session
+        self._system: dict[str, Any] = {}
         # pid -> (name, cmdline): a process keeps its title for life, so psutil is asked once
         # per pid; entries for pids gone from every GPU are dropped after each sample.
         self._names: dict[int, tuple[str | None, str | None]] = {}
@@ -120,6 +127,7 @@ class NvmlProbe:
             return None
         self._nvml = nvml
         self._caller = NvmlCaller(nvml)
+        self._system.clear()
         return self._caller
 
     def close(self) -> None:
@@ -130,6 +138,7 @@ class NvmlProbe:
             self._caller = None
             self._started = False
             self._handles.clear()
+            self._system.clear()
 
     # -- sampling ---------------------------------------------------------------------------
     def read(self) -> GpuSnapshot:
@@ -157,7 +166,7 @@ class NvmlProbe:
                 time.monotonic(),
                 False,
                 "NVML found no GPUs" if count == 0 else "NVML could not count the GPUs",
-                to_str(caller.call("nvmlSystemGetDriverVersion")),
+                self._driver(caller),
                 self._cuda(caller),
                 (),
                 tuple(caller.unsupported),
@@ -169,20 +178,29 @@ class NvmlProbe:
             taken_at=time.monotonic(),
             available=True,
             reason=None,
-            driver_version=to_str(caller.call("nvmlSystemGetDriverVersion")),
+            driver_version=self._driver(caller),
             cuda_version=self._cuda(caller),
             gpus=readings,
             unsupported=tuple(caller.unsupported),
         )
 
-    def _cuda(self, caller: NvmlCaller) -> str | None:
-        raw = caller.first_of(
-            [
-                ("nvmlSystemGetCudaDriverVersion_v2", (), {}),
-                ("nvmlSystemGetCudaDriverVersion", (), {}),
-            ]
+    def _driver(self, caller: NvmlCaller) -> str | None:
+        # Fixed while NVML is up (a driver upgrade needs a re-init); None is asked again.
+        return _sticky(
+            self._system, "driver", lambda: to_str(caller.call("nvmlSystemGetDriverVersion"))
         )
-        return cuda_version_text(raw)
+
+    def _cuda(self, caller: NvmlCaller) -> str | None:
+        def read() -> str | None:
+            raw = caller.first_of(
+                [
+                    ("nvmlSystemGetCudaDriverVersion_v2", (), {}),
+                    ("nvmlSystemGetCudaDriverVersion", (), {}),
+                ]
+            )
+            return cuda_version_text(raw)
+
+        return _sticky(self._system, "cuda", read)
 
     def _read_gpu(self, caller: NvmlCaller, index: int) -> GpuReading:
         try:
@@ -203,7 +221,7 @@ class NvmlProbe:
 
     def _static_facts(self, caller: NvmlCaller, index: int, h: Any) -> dict[str, Any]:
         static = self._static.get(index)
-        if static is not None:
+        if static is not None and self._static_handle.get(index) is h:
             return static
 
         def c(name: str, *args: Any) -> Any:
@@ -226,6 +244,7 @@ class NvmlProbe:
             links += 1
         static["nvlink_count"] = links
         self._static[index] = static
+        self._static_handle[index] = h
         return static
 
     def _read_handle(self, caller: NvmlCaller, index: int, h: Any) -> GpuReading:
@@ -245,11 +264,13 @@ class NvmlProbe:
             free = as_int(attr_or_none(mem, "free"))
             reserved = as_int(attr_or_none(mem, "reserved"))
         util = c("nvmlDeviceGetUtilizationRates")
-        limit = caller.first_of(
+        # Fixed facts read on the first sample through this handle (see `_sticky`): the power
+        # limit, and the MIG and ECC modes, which change only through a GPU reset or reboot.
+        limit = _sticky(static, "power_limit", lambda: caller.first_of(
             [("nvmlDeviceGetEnforcedPowerLimit", (h,), {}),
              ("nvmlDeviceGetPowerManagementLimit", (h,), {})],
             gpu=index,
-        )  # fmt: skip
+        ))  # fmt: skip
         # The ...ThrottleReasons names are deprecated (removed in CUDA 14) but older drivers
         # only have them.
         reasons = caller.first_of(
@@ -266,11 +287,11 @@ class NvmlProbe:
                 remote = c("nvmlDeviceGetNvLinkRemotePciInfo", link)
                 remotes[link] = to_str(attr_or_none(remote, "busId"))
             nvlinks.append(NvLink(link, active, remotes.get(link) if active else None))
-        ecc_mode = c("nvmlDeviceGetEccMode")
+        ecc_mode = _sticky(static, "ecc_mode", lambda: c("nvmlDeviceGetEccMode"))
         ecc_on = bool(ecc_mode[0]) if isinstance(ecc_mode, list | tuple) and ecc_mode else False
         rows = c("nvmlDeviceGetRemappedRows")
         rows_ok = isinstance(rows, list | tuple) and len(rows) >= 4
-        mig_mode = c("nvmlDeviceGetMigMode")
+        mig_mode = _sticky(static, "mig_mode", lambda: c("nvmlDeviceGetMigMode"))
         mig_on = bool(mig_mode[0]) if isinstance(mig_mode, list | tuple) and mig_mode else None
         return GpuReading(
             index=index,
@@ -311,7 +332,7 @@ class NvmlProbe:
             remapped_rows_failure=bool(rows[3]) if rows_ok else None,
             mig_enabled=mig_on,
             processes=self._processes(caller, index, h),
-            mig_uuids=self._mig_uuids(caller, index, h) if mig_on else (),
+            mig_uuids=self._mig_uuids(caller, index, h, static) if mig_on else (),
             numa_node=static["numa_node"],
         )
 
@@ -341,8 +362,14 @@ class NvmlProbe:
                 self._names[pid] = hit
         return hit
 
-    def _mig_uuids(self, caller: NvmlCaller, index: int, h: Any) -> tuple[str, ...]:
-        count = as_int(caller.call("nvmlDeviceGetMaxMigDeviceCount", h, gpu=index)) or 0
+    def _mig_uuids(
+        self, caller: NvmlCaller, index: int, h: Any, static: dict[str, Any]
+    ) -> tuple[str, ...]:
+        # The slot count is fixed by the board; which slots hold instances is live.
+        slots = _sticky(
+            static, "mig_slots", lambda: caller.call("nvmlDeviceGetMaxMigDeviceCount", h, gpu=index)
+        )
+        count = as_int(slots) or 0
         uuids = []
         for slot in range(count):
             mig = caller.call("nvmlDeviceGetMigDeviceHandleByIndex", h, slot, gpu=index)
@@ -352,3 +379,16 @@ class NvmlProbe:
             if uuid:
                 uuids.append(uuid)
         return tuple(uuids)
+
+
+def _sticky(cache: dict[str, Any], key: str, read: Callable[[], Any]) -> Any:
+    """`read()` once and keep the answer; a None answer is asked again on the next sample.
+
+    A None may be a transient failure, so it is not kept; a NotSupported answer costs nothing
+    to repeat because `NvmlCaller` remembers it without calling NVML again.
+    """
+    value = cache.get(key)
+    if value is None:
+        value = read()
+        cache[key] = value
+    return value

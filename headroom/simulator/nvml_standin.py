@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from types import SimpleNamespace
 
 from headroom.simulator import nvml_defs as _defs
@@ -35,8 +36,14 @@ from headroom.simulator.nvml_defs import (
 # Everything pynvml exposes at module level (constants, NVMLError_* classes) is here too.
 globals().update({k: v for k, v in vars(_defs).items() if k.startswith(("NVML", "nvml"))})
 
+# A probe sample makes a few hundred calls within milliseconds; asking the file system whether
+# the state changed on every one of them was most of the stand-in's cost. The state file is
+# looked at again only once this long has passed since the last look.
+RECHECK_S = 0.2
+
 _state_path: str | None = None
 _cache: tuple[float, dict] | None = None
+_checked_at = 0.0  # time.monotonic() of the last successful look at the state file
 _initialized = 0
 
 
@@ -47,14 +54,18 @@ def bind(path: str | os.PathLike) -> None:
 
 
 def _state() -> dict:
-    global _cache
+    global _cache, _checked_at
     if not _state_path:
         raise NVMLError(12)
+    now = time.monotonic()
+    if _cache is not None and now - _checked_at < RECHECK_S:
+        return _cache[1]
     try:
         mtime = os.stat(_state_path).st_mtime
         if _cache is None or _cache[0] != mtime:
             with open(_state_path, encoding="utf-8") as fh:
                 _cache = (mtime, json.load(fh))
+        _checked_at = now
         return _cache[1]
     except (OSError, ValueError):
         raise NVMLError(9) from None  # no state yet: as if the driver were not loaded

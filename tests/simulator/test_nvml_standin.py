@@ -4,6 +4,8 @@ read back by Headroom's own NVML and topology probes."""
 from __future__ import annotations
 
 import asyncio
+import os
+import types
 
 import pytest
 
@@ -87,3 +89,49 @@ def test_headroom_probes_read_the_standin(tmp_path, monkeypatch) -> None:
     assert matrix.links[0][1] == "NV12" and matrix.links[0][2] in ("NODE", "SYS")
     again = parse_topo_text(topo_m_text(Machine(gpu_model("RTX3090"), 2, "pcie")))
     assert again.links == (("X", "PHB"), ("PHB", "X"))
+
+
+def test_state_file_is_looked_at_once_per_read_cycle(tmp_path, monkeypatch) -> None:
+    """A probe sample makes hundreds of calls; the state file is stat'ed at most once per
+    `RECHECK_S`, and a change is seen as soon as that much time has passed."""
+    from headroom.probes.nvml import NvmlProbe
+
+    clock = [1000.0]
+    monkeypatch.setattr(nv, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    machine = Machine(gpu_model("H100-SXM"), gpus_per_node=8)
+    path = _bind(tmp_path, machine, {0: 70 * GIB})
+    nv.nvmlShutdown()
+    looked: list[str] = []
+    real_stat = os.stat
+
+    def counting_stat(p, *args, **kwargs):
+        if os.fspath(p) == os.fspath(path):
+            looked.append(os.fspath(p))
+        return real_stat(p, *args, **kwargs)
+
+    monkeypatch.setattr(nv.os, "stat", counting_stat)
+    probe = NvmlProbe(nv, process_lookup=lambda pid: (None, None))
+    try:
+        first = probe.read()
+        assert first.available and len(first.gpus) == 8
+        assert len(looked) <= 1  # the whole sample, init included, cost one look at most
+        looks = len(looked)
+        write_state(path, build_state(machine, 4242, {0: 20 * GIB}, 0.5, "serving", "topo"))
+        os.utime(path, (1.0, 1.0))  # a different mtime whatever the file system's resolution
+        clock[0] += nv.RECHECK_S / 2
+        same_cycle = probe.read()  # still inside the cycle: the state read before is kept
+        assert same_cycle.gpus[0].memory_used == first.gpus[0].memory_used
+        assert len(looked) == looks
+        clock[0] += nv.RECHECK_S
+        later = probe.read()
+        assert len(looked) == looks + 1  # one more look, and it saw the change
+        assert later.gpus[0].memory_used < first.gpus[0].memory_used
+        monkeypatch.setattr(nv, "RECHECK_S", 0.0)  # looking on every call gives the same answers
+        assert [g.memory_used for g in probe.read().gpus] == [g.memory_used for g in later.gpus]
+        assert len(looked) > 8
+        path.unlink()
+        clock[0] += 1.0
+        with pytest.raises(nv.NVMLError_DriverNotLoaded):
+            nv.nvmlDeviceGetCount()  # the state file went away: as before, no driver
+    finally:
+        probe.close()
