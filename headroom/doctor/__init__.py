@@ -60,7 +60,7 @@ def all_rules():
 def diagnose(inputs: DoctorInputs) -> Diagnosis:
     """Every rule over the inputs; never raises on missing or odd data (a rule that fails is
     reported as an info finding rather than hiding the others)."""
-    from headroom.doctor.steps import rank, resolve_conflicts, step_statuses
+    from headroom.doctor.steps import dedupe_actions, rank, resolve_conflicts, step_statuses
 
     ctx = Context(inputs)
     findings: list[Finding] = []
@@ -79,7 +79,7 @@ def diagnose(inputs: DoctorInputs) -> Diagnosis:
             )
     if any(f.severity == "error" and f.id != "engine-died" for f in findings):
         findings = [f for f in findings if f.id != "engine-died"]  # a symptom of the cause found
-    ranked = resolve_conflicts(rank(findings))
+    ranked = dedupe_actions(resolve_conflicts(rank(findings)))
     return Diagnosis(tuple(ranked), step_statuses(ranked, ctx), tuple(_lacking(ctx)))
 
 

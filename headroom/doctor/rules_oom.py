@@ -149,22 +149,30 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
         evidence.append(
             f"{nums['total_gib'] - nums['free_gib']:.2f} GiB is held by other processes"
         )
+    # Stopping the other process is advice, not a knob: said once in the evidence, so the
+    # finding offers "lower gpu_memory_utilization" once, not twice.
+    evidence.append("or stop the other process holding GPU memory (nothing to change in vLLM)")
     acts = [
         A.lower_utilization(
             ctx, target, "vLLM asks for utilization x total, and only the free part is there"
-        ),
-        Action(
-            "gpu_memory_utilization",
-            "lower",
-            None,
-            "or stop the other process holding GPU memory",
-            "none for vLLM; the other job stops",
-        ),
+        )
     ]
+    if acts[0] is None:  # no number to lower to: the knob still is the one to turn
+        acts = [
+            Action(
+                "gpu_memory_utilization",
+                "lower",
+                None,
+                "vLLM asks for utilization x total, and only the free part is there",
+                "a smaller KV cache",
+            )
+        ]
+    # Step 4: the knob is gpu_memory_utilization, even though the memory is another
+    # process's; the table must not say step 4 is ok while this refusal stands.
     return [
         Finding(
             "free-memory-below-utilization",
-            None,
+            4,
             "error",
             "Other processes hold GPU memory vLLM wants",
             tuple(evidence),

@@ -97,6 +97,70 @@ def resolve_conflicts(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+def _same_change(a, b) -> bool:
+    """Whether two actions say the same thing: one knob, one direction, and the same value
+    (or one of them is advice without a value, which the other one already covers)."""
+    if (a.knob, a.direction) != (b.knob, b.direction):
+        return False
+    return a.value is None or b.value is None or a.value == b.value
+
+
+def dedupe_actions(findings: list[Finding]) -> list[Finding]:
+    """A knob change appears once per finding, and once in the ranked list: a lower-ranked
+    finding does not repeat a change a higher-ranked one already offers (its evidence says
+    where the change is)."""
+    shown: list[tuple[object, str]] = []  # (action, finding id), in ranked order
+    out = []
+    for f in findings:
+        kept: list = []
+        notes: list[str] = []
+        for a in f.actions:
+            twin = next((i for i, k in enumerate(kept) if _same_change(k, a)), None)
+            if twin is not None:
+                if kept[twin].value is None and a.value is not None:
+                    kept[twin] = a  # keep the one that can be applied with one key
+                continue
+            # Across findings only a repeat or bare advice goes: a value that can be applied
+            # stays even when a higher-ranked finding only advised the same direction.
+            earlier = next(
+                (
+                    fid
+                    for b, fid in shown
+                    if _same_change(b, a) and (a.value is None or b.value is not None)
+                ),
+                None,
+            )
+            if earlier is not None:
+                note = f"{a.direction} {a.knob}: see {earlier}"
+                if note not in notes:
+                    notes.append(note)
+                continue
+            kept.append(a)
+        shown.extend((a, f.id) for a in kept)
+        if notes or len(kept) != len(f.actions):
+            f = replace(f, actions=tuple(kept), evidence=f.evidence + tuple(notes))
+        out.append(f)
+    return out
+
+
+# A finding outside the five steps (step None) still fails the step of the knob it turns:
+# the table must not say "ok" beside an error about that knob.
+_KNOB_STEP = {
+    "gpu_memory_utilization": 4,
+    "max_model_len": 4,
+    "max_num_seqs": 4,
+    "max_num_batched_tokens": 4,
+    "kv_cache_memory_bytes": 4,
+    "kv_cache_dtype": 5,
+}
+
+
+def _table_step(finding: Finding) -> int | None:
+    if finding.step is not None or finding.severity != "error":
+        return finding.step
+    return next((_KNOB_STEP[a.knob] for a in finding.actions if a.knob in _KNOB_STEP), None)
+
+
 def ctx_findings(ctx) -> list[Finding]:
     return getattr(ctx, "_ranked_findings", [])
 
@@ -105,7 +169,7 @@ def step_statuses(findings: list[Finding], ctx) -> tuple[StepStatus, ...]:
     ctx._ranked_findings = findings
     statuses = []
     for step, name in STEP_NAMES.items():
-        mine = [f for f in findings if f.step == step]
+        mine = [f for f in findings if _table_step(f) == step]
         if any(f.severity == "error" for f in mine):
             worst = next(f for f in mine if f.severity == "error")
             statuses.append(StepStatus(step, name, "fail", worst.title))

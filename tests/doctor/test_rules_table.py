@@ -170,7 +170,7 @@ CASES = [
         "free memory below utilization at start-up",
         gpu_log("gpu22gb-free-memory-below-utilization-tp2.log"),
         finding="free-memory-below-utilization",
-        step=None,
+        step=4,  # the knob is gpu_memory_utilization: step 4 must not read "ok" beside it
         must=(("gpu_memory_utilization", "lower"),),
         never=(("gpu_memory_utilization", "raise"),),
         value=("gpu_memory_utilization", 0.87),

@@ -444,10 +444,10 @@ FAILING = [
     Failing("no-cache-memory", ("meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization",
                                 "0.2", "--max-model-len", "4096"),
             "1xH100", "no-cache-memory", frozenset({1, 4}), KV_BUDGET_UP),
-    # Another process holds 20 GiB: free < 0.92 x total. The doctor files this gate outside
-    # the five steps (step None): it is not a sizing choice but somebody else's memory.
+    # Another process holds 20 GiB: free < 0.92 x total. The memory is somebody else's, but
+    # the knob is gpu_memory_utilization: step 4, which the table then shows failed.
     Failing("free-memory-below-utilization", ("Qwen/Qwen2.5-7B-Instruct",), "1xH100",
-            "free-memory-below-utilization", frozenset({None, 4}),
+            "free-memory-below-utilization", frozenset({4}),
             frozenset({("gpu_memory_utilization", "lower")}), scenario="busy-gpu"),
     # 52 attention heads, TP 8.
     Failing("heads-not-divisible", ("headroom-sim/Wide-52H", "--tensor-parallel-size", "8",
