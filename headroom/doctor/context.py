@@ -181,6 +181,36 @@ class Context:
             return len(snap.gpus)
         return None
 
+    def arg(self, name: str):
+        """An engine arg as launched: the command line's, else the log's non-default args."""
+        cmd = self.inputs.command
+        if cmd is not None:
+            return cmd.get(name)
+        return (getattr(self.facts, "non_default_args", None) or {}).get(name)
+
+    @property
+    def nodes(self) -> int:
+        """Nodes the deployment spans: --nodes, the command's --nnodes, or the data-parallel
+        split (--data-parallel-size over --data-parallel-size-local ranks per node)."""
+        found = [max(int(self.inputs.nodes or 1), 1)]
+        nnodes = _positive_int(self.arg("nnodes"))
+        if nnodes:
+            found.append(nnodes)
+        dp, dp_local = (
+            _positive_int(self.arg(n)) for n in ("data_parallel_size", "data_parallel_size_local")
+        )
+        if dp and dp_local:
+            found.append(-(-dp // dp_local))
+        return max(found)
+
+
+def _positive_int(value) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
 
 class _ArgsView:
     """`non-default args` as a VllmCommand-like .get() (engine-arg names already)."""

@@ -1,5 +1,5 @@
 """TP/PP configuration errors from the log: heads that TP does not divide (step 2), more
-GPUs than the node has and models without PP support (step 3)."""
+GPUs than the node has, TP spread over nodes and models without PP support (step 3)."""
 
 from __future__ import annotations
 
@@ -112,6 +112,76 @@ def world_size_too_large(ctx) -> list[Finding]:
     ]
 
 
+def _gpus_per_node(ctx, nodes: int) -> tuple[int | None, str]:
+    """GPUs in one node and where that number comes from: --gpus / NVML describe one node;
+    else vLLM's --nnodes splits the world size evenly over the nodes."""
+    if ctx.gpu_count:
+        return ctx.gpu_count, "the GPU description"
+    world = ctx.knobs.tp * ctx.knobs.pp * (_int(ctx.arg("data_parallel_size")) or 1)
+    if nodes > 1 and world % nodes == 0:
+        return world // nodes, f"world size {world} over {nodes} nodes"
+    return None, ""
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def tp_across_nodes(ctx) -> list[Finding]:
+    """TP larger than one node: every layer's all-reduce crosses the network between nodes.
+    Step 3's answer: TP = GPUs per node inside each node, PP across the nodes."""
+    nodes = ctx.nodes
+    tp, pp = ctx.knobs.tp, ctx.knobs.pp
+    if nodes < 2 or ctx.of("world_size_too_large"):
+        return []
+    per_node, source = _gpus_per_node(ctx, nodes)
+    if not per_node or tp <= per_node:
+        return []
+    valid = A.valid_tps(ctx.model, per_node) if ctx.model is not None else [per_node]
+    new_tp = max([t for t in valid if t <= per_node and (tp * pp) % t == 0] or [0])
+    if not new_tp:
+        return []
+    new_pp = tp * pp // new_tp
+    evidence = [
+        f"TP {tp} > {per_node} GPUs per node ({source}): TP {tp} spans "
+        f"{-(-tp // per_node)} nodes, so every layer's all-reduce crosses the network",
+        f"TP {new_tp} x PP {new_pp} = {new_tp * new_pp} GPUs, the same as TP {tp} x PP {pp}: "
+        f"TP stays inside each node, PP moves one activation per step between the {nodes} nodes",
+    ]
+    evidence += [e.line.strip() for e in ctx.of("non_default_args")[:1]]
+    acts = (
+        Action(
+            "tensor_parallel_size",
+            "lower",
+            new_tp,
+            f"TP inside a node: {new_tp} GPUs over the node's fast links",
+            "pipeline bubbles at low concurrency",
+            also=(("pipeline_parallel_size", new_pp),),
+        ),
+        Action(
+            "pipeline_parallel_size",
+            "raise",
+            new_pp,
+            f"PP across the {nodes} nodes takes the GPUs TP gives up",
+            "pipeline bubbles at low concurrency",
+            also=(("tensor_parallel_size", new_tp),),
+        ),
+    )
+    return [
+        Finding(
+            "tp-across-nodes",
+            3,
+            "warning",
+            f"Tensor parallel size {tp} spans nodes of {per_node} GPUs",
+            tuple(evidence),
+            acts,
+        )
+    ]
+
+
 def pp_unsupported(ctx) -> list[Finding]:
     events = ctx.of("pp_unsupported")
     if not events:
@@ -149,4 +219,4 @@ def pp_unsupported(ctx) -> list[Finding]:
     ]
 
 
-RULES = (heads_not_divisible, world_size_too_large, pp_unsupported)
+RULES = (heads_not_divisible, world_size_too_large, tp_across_nodes, pp_unsupported)

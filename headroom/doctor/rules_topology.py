@@ -92,7 +92,7 @@ def tp_over_slow_links(ctx) -> list[Finding]:
 def pp_at_low_concurrency(ctx) -> list[Finding]:
     """PP inside one node with fast links while few requests run: TP serves them faster."""
     pp, tp = ctx.knobs.pp, ctx.knobs.tp
-    if pp < 2 or ctx.inputs.nodes > 1:
+    if pp < 2 or ctx.nodes > 1:
         return []
     total = tp * pp
     verdict = _verdict(ctx, total)

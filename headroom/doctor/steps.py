@@ -39,6 +39,7 @@ _ID_ORDER = (
     "kv-full-preemptions",
     "queue-growing-kv-full",
     "ttft-rising-waiting",
+    "tp-across-nodes",
     "tp-over-slow-links",
     "pp-bubbles",
     "pp-inside-fast-node",
