@@ -112,7 +112,7 @@ def world_size_too_large(ctx) -> list[Finding]:
     ]
 
 
-def _gpus_per_node(ctx, nodes: int) -> tuple[int | None, str]:
+def gpus_per_node(ctx, nodes: int) -> tuple[int | None, str]:
     """GPUs in one node and where that number comes from: --gpus / NVML describe one node;
     else vLLM's --nnodes splits the world size evenly over the nodes."""
     if ctx.gpu_count:
@@ -137,7 +137,7 @@ def tp_across_nodes(ctx) -> list[Finding]:
     tp, pp = ctx.knobs.tp, ctx.knobs.pp
     if nodes < 2 or ctx.of("world_size_too_large"):
         return []
-    per_node, source = _gpus_per_node(ctx, nodes)
+    per_node, source = gpus_per_node(ctx, nodes)
     if not per_node or tp <= per_node:
         return []
     valid = A.valid_tps(ctx.model, per_node) if ctx.model is not None else [per_node]

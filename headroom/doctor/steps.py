@@ -206,9 +206,16 @@ def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
             return "ok", why + "; links unknown (no topology)"
         return "ok", why
     if step == 3:
-        if ctx.gpu_count is None:
+        from headroom.doctor.rules_parallel import gpus_per_node
+
+        nodes = ctx.nodes
+        per_node, source = gpus_per_node(ctx, nodes)
+        if per_node is None:
             return "unknown", "needs the GPU count"
-        return "ok", f"TP {knobs.tp} x PP {knobs.pp} on {ctx.gpu_count} GPU(s) per node"
+        where = f"{per_node} GPU(s) per node"
+        if nodes > 1:
+            where += f" x {nodes} nodes" + ("" if ctx.gpu_count else f" ({source})")
+        return "ok", f"TP {knobs.tp} x PP {knobs.pp} on {where}"
     if step == 4:
         if acc is not None:
             return "ok", (
