@@ -105,6 +105,9 @@ class NvmlCaller:
         self.unsupported: list[str] = []
         self.last_absent = False
         self._absent: set[tuple[int | None, int | None, str, tuple]] = set()
+        # The function names in `_absent`: most calls skip building a key (a hot path: a
+        # sample of an 8-GPU node makes a few hundred calls).
+        self._absent_names: set[str] = set()
 
     def _note_unsupported(self, name: str) -> None:
         if name not in self.unsupported:
@@ -126,14 +129,12 @@ class NvmlCaller:
         `quiet` caches a NotSupported answer without listing it (a fallback may still work).
         `last_absent` tells afterwards whether a None meant "not supported here".
         """
-        # kwargs are part of the key: memory info v2 may be NotSupported where v1 works.
-        key = (gpu, peer, name, _hashable(args) + _hashable(tuple(sorted(kwargs.items()))))
         self.last_absent = True
-        if key in self._absent:
+        if name in self._absent_names and _key(name, args, gpu, peer, kwargs) in self._absent:
             return None
         func: Callable[..., Any] | None = getattr(self.nvml, name, None)
         if func is None:
-            self._absent.add(key)
+            self._remember_absent(_key(name, args, gpu, peer, kwargs))
             if not quiet:
                 self._note_unsupported(name)
             return None
@@ -144,7 +145,7 @@ class NvmlCaller:
             if code == GPU_IS_LOST:
                 raise GpuLost(name) from exc
             if code in _ABSENT_CODES:
-                self._absent.add(key)
+                self._remember_absent(_key(name, args, gpu, peer, kwargs))
                 if not quiet and code != INVALID_ARGUMENT and code != NOT_FOUND:
                     self._note_unsupported(name)
                 return None
@@ -170,13 +171,33 @@ class NvmlCaller:
     def forget_gpu(self, gpu: int) -> None:
         """Drop the NotSupported cache of one GPU (after it came back from being lost)."""
         self._absent = {key for key in self._absent if gpu not in (key[0], key[1])}
+        self._absent_names = {key[2] for key in self._absent}
+
+    def _remember_absent(self, key: tuple[int | None, int | None, str, tuple]) -> None:
+        self._absent.add(key)
+        self._absent_names.add(key[2])
+
+
+def _key(
+    name: str, args: tuple, gpu: int | None, peer: int | None, kwargs: dict[str, Any]
+) -> tuple[int | None, int | None, str, tuple]:
+    """The NotSupported cache key of one call.
+
+    kwargs are part of it: memory info v2 may be NotSupported where v1 works.
+    """
+    extra = _hashable(tuple(sorted(kwargs.items()))) if kwargs else ()
+    return (gpu, peer, name, _hashable(args) + extra)
+
+
+_SCALARS = (int, str, float)  # bool is an int
 
 
 def _hashable(args: tuple) -> tuple:
     """Handles are opaque objects; the cache key uses only plain scalar arguments."""
-    return tuple(
-        a
-        for a in args
-        if isinstance(a, int | str | float | bool)
-        or (isinstance(a, tuple) and all(isinstance(x, int | str) for x in a))
-    )
+    kept = []
+    for a in args:  # a plain loop: this runs for most calls of every sample
+        if isinstance(a, _SCALARS) or (
+            isinstance(a, tuple) and all(isinstance(x, int | str) for x in a)
+        ):
+            kept.append(a)
+    return tuple(kept)

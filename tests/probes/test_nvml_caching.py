@@ -187,3 +187,34 @@ def test_restarting_nvml_reads_the_fixed_facts_again() -> None:
     assert fake.calls["nvmlInit"] == 2 and fake.calls["nvmlDeviceGetName"] == 16
     assert snap.driver_version == "575.51.03" and snap.gpus[0].power_limit_w == 600.0
     assert without_time(snap) == fresh_read(machine)
+
+
+def test_caller_remembers_notsupported_per_gpu_and_arguments() -> None:
+    from headroom.probes.nvml_calls import NvmlCaller
+
+    asked: list[tuple[int, int]] = []
+
+    class Links:
+        def nvmlDeviceGetNvLinkState(self, handle, link):
+            asked.append((handle, link))
+            if link >= 2:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            return 1
+
+        def nvmlDeviceGetEccMode(self, handle):
+            asked.append((handle, -1))
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    caller = NvmlCaller(Links())
+    for _ in range(3):
+        assert [caller.call("nvmlDeviceGetNvLinkState", g, n, gpu=g) for g in (0, 1)
+                for n in range(3)] == [1, 1, None, 1, 1, None]  # fmt: skip
+        assert caller.call("nvmlDeviceGetEccMode", 0, gpu=0) is None
+    assert asked.count((0, 2)) == 1 and asked.count((1, 2)) == 1  # unknown link: asked once
+    assert asked.count((0, 1)) == 3  # a working link is asked every time
+    assert asked.count((0, -1)) == 1 and caller.unsupported == ["nvmlDeviceGetEccMode"]
+    caller.forget_gpu(0)  # GPU 0 came back from being lost: ask it afresh, GPU 1 not
+    caller.call("nvmlDeviceGetNvLinkState", 0, 2, gpu=0)
+    caller.call("nvmlDeviceGetNvLinkState", 1, 2, gpu=1)
+    caller.call("nvmlDeviceGetEccMode", 0, gpu=0)
+    assert asked.count((0, 2)) == 2 and asked.count((1, 2)) == 1 and asked.count((0, -1)) == 2
