@@ -37,8 +37,8 @@ from headroom.simulator.nvml_defs import (
 globals().update({k: v for k, v in vars(_defs).items() if k.startswith(("NVML", "nvml"))})
 
 # A probe sample makes a few hundred calls within milliseconds; asking the file system whether
-# the state changed on every one of them was most of the stand-in's cost. The state file is
-# looked at again only once this long has passed since the last look.
+# the state changed cost a system call on every one of them. The state file is looked at again
+# only once this long has passed since the last look (one look per sample at a 1 s interval).
 RECHECK_S = 0.2
 
 _state_path: str | None = None
