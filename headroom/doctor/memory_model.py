@@ -166,10 +166,7 @@ def heads_valid(model, tp: int) -> bool:
 
 def mla_width(model) -> int | None:
     """Cached width per token per layer of an MLA model (DeepSeek V2/V3): the compressed
-    latent plus the rope part. Our table calls it mla_kv_dim; the model probe gives the parts."""
-    width = getattr(model, "mla_kv_dim", None)
-    if width:
-        return width
+    latent (kv_lora_rank) plus the rope part (qk_rope_head_dim)."""
     rank = getattr(model, "kv_lora_rank", None)
     return rank + (getattr(model, "qk_rope_head_dim", None) or 0) if rank else None
 
@@ -231,11 +228,7 @@ def activation_gib(model, tp: int, batched_tokens: int, max_num_seqs: int, v1: b
     and activation, attention QKV, residuals) or the sampler over max_num_seqs dummy
     requests (fp32 logits and probabilities over the whole vocabulary), whichever is larger."""
     h, hd = model.hidden_size, model.head_dim
-    experts_per_token = (
-        getattr(model, "experts_per_token", None)
-        or getattr(model, "num_experts_per_token", None)
-        or 1
-    )
+    experts_per_token = getattr(model, "num_experts_per_token", None) or 1
     inter = getattr(model, "moe_intermediate_size", None) or model.intermediate_size or 4 * h
     per_token = 3 * inter * experts_per_token / tp + 2 * h
     per_token += (model.num_attention_heads + 2 * model.num_kv_heads) * hd / tp

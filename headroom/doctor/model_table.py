@@ -2,52 +2,32 @@
 with a name and no download. A local directory or config.json goes through engineer 3's
 `headroom.probes.model.load_model_shape` instead (see `resolve_model`).
 
-The doctor reads a model only through attribute names of the probe layer's ModelShape, so
-anything with those names works; `ModelFacts` is our own frozen record with the same fields
-plus a few that the memory model uses when present (MoE and MLA sizes, tied embeddings).
+Table entries are the probe layer's own `ModelShape` (source "built-in table"), with the
+optional extras the memory model uses filled in where they matter (MoE and MLA sizes, tied
+embeddings), so the doctor has one model record whichever way the model was found.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
+
+from headroom.probes.model import ModelShape
 
 
 class UnknownModelError(ValueError):
     """A model name not in the table and not a readable local path."""
 
 
-@dataclass(frozen=True)
-class ModelFacts:
-    """A model shape with ModelShape's field names (and a few optional extras)."""
-
-    name: str
-    architecture: str | None
-    num_layers: int
-    hidden_size: int
-    intermediate_size: int | None
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
-    vocab_size: int | None
-    dtype: str | None = "bfloat16"
-    max_position_embeddings: int | None = None
-    quantization: str | None = None
-    rope_scaling: object | None = None
-    num_experts: int | None = None
-    param_count: int | None = None
-    weight_bytes: int | None = None
-    source: str = "built-in table"
-    tie_word_embeddings: bool = False
-    moe_intermediate_size: int | None = None
-    experts_per_token: int | None = None
-    mla_kv_dim: int | None = None  # MLA: cached width per token per layer (kv_lora_rank + rope dim)
-
-
 def _m(name, arch, layers, hidden, inter, heads, kv, hd, vocab, maxpos, params, aliases=(), **kw):
-    facts = ModelFacts(name, arch, layers, hidden, inter, heads, kv, hd, vocab, "bfloat16", maxpos,
-                       param_count=round(params * 1e9), **kw)  # fmt: skip
-    return facts, tuple(aliases)
+    shape = ModelShape(
+        name=name, architecture=arch, num_layers=layers, hidden_size=hidden,
+        intermediate_size=inter, num_attention_heads=heads, num_kv_heads=kv, head_dim=hd,
+        vocab_size=vocab, dtype="bfloat16", max_position_embeddings=maxpos, quantization=None,
+        rope_scaling=None, num_experts=kw.pop("num_experts", None),
+        param_count=round(params * 1e9), weight_bytes=None, source="built-in table", **kw,
+    )  # fmt: skip
+    return shape, tuple(aliases)
 
 
 _L, _Q2, _Q3, _Q3M = (
@@ -88,17 +68,17 @@ _TABLE = (
     _m("Qwen3-14B", _Q3, 40, 5120, 17408, 40, 8, 128, 151936, 40960, 14.77),
     _m("Qwen3-32B", _Q3, 64, 5120, 25600, 64, 8, 128, 151936, 40960, 32.76),
     _m("Qwen3-30B-A3B", _Q3M, 48, 2048, 6144, 32, 4, 128, 151936, 40960, 30.53, ["qwen3-coder-30b-a3b"],
-       num_experts=128, moe_intermediate_size=768, experts_per_token=8),
+       num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
     _m("Qwen3-235B-A22B", _Q3M, 94, 4096, 12288, 64, 4, 128, 151936, 40960, 235.09,
-       num_experts=128, moe_intermediate_size=1536, experts_per_token=8),
+       num_experts=128, moe_intermediate_size=1536, num_experts_per_token=8),
     _m("Mistral-7B", _MS, 32, 4096, 14336, 32, 8, 128, 32768, 32768, 7.25,
        ["mistral-7b-v0.3", "mistral-7b-v0.1", "mistral-7b-v0.2"]),
     _m("Mistral-Small-24B", _MS, 40, 5120, 32768, 32, 8, 128, 131072, 32768, 23.57,
        ["mistral-small-3.1-24b", "mistral-small-24b-2501"]),
     _m("Mixtral-8x7B", _MX, 32, 4096, 14336, 32, 8, 128, 32000, 32768, 46.7,
-       num_experts=8, moe_intermediate_size=14336, experts_per_token=2),
+       num_experts=8, moe_intermediate_size=14336, num_experts_per_token=2),
     _m("Mixtral-8x22B", _MX, 56, 6144, 16384, 48, 8, 128, 32768, 65536, 140.6, ["wizardlm-2-8x22b"],
-       num_experts=8, moe_intermediate_size=16384, experts_per_token=2),
+       num_experts=8, moe_intermediate_size=16384, num_experts_per_token=2),
     _m("Gemma-2-9B", _G2, 42, 3584, 14336, 16, 8, 256, 256000, 8192, 9.24, **_TIED),
     _m("Gemma-2-27B", _G2, 46, 4608, 36864, 32, 16, 128, 256000, 8192, 27.23, **_TIED),
     _m("Phi-3-mini", _P3, 32, 3072, 8192, 32, 32, 96, 32064, 131072, 3.82,
@@ -106,7 +86,7 @@ _TABLE = (
     _m("Phi-4", _P3, 40, 5120, 17920, 40, 10, 128, 100352, 16384, 14.66),
     _m("DeepSeek-V3", "DeepseekV3ForCausalLM", 61, 7168, 18432, 128, 128, 128, 129280, 163840, 671.0,
        ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
-       num_experts=256, moe_intermediate_size=2048, experts_per_token=8, mla_kv_dim=576),
+       num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512, qk_rope_head_dim=64),
 )
 # fmt: on
 
@@ -143,7 +123,7 @@ def _strip(key: str) -> tuple[str, str | None]:
     return "-".join(kept), quant
 
 
-_INDEX: dict[str, ModelFacts] = {}
+_INDEX: dict[str, ModelShape] = {}
 for _facts, _aliases in _TABLE:
     for _alias in (_facts.name, *_aliases):
         _INDEX.setdefault(_strip(_norm(_alias))[0], _facts)
@@ -153,7 +133,7 @@ def known_model_names() -> list[str]:
     return [facts.name for facts, _ in _TABLE]
 
 
-def find_model(name: str) -> ModelFacts | None:
+def find_model(name: str) -> ModelShape | None:
     """Look a model up by HF id or short name; quantization words in the name (FP8, AWQ,
     GPTQ-Int4) set `quantization`. None when unknown."""
     last = name.rstrip("/").split("/")[-1]

@@ -62,6 +62,9 @@ class ModelShape:
     quantization_config: Mapping | None = None
     weight_files: int = 0
     weights_complete: bool | None = None  # False when index.json names shards not on disk
+    # Filled by the doctor's built-in model table (the config reader leaves them None):
+    moe_intermediate_size: int | None = None  # MoE: one expert's MLP width
+    tie_word_embeddings: bool | None = None  # lm_head shares the embedding matrix
 
 
 def _first(config: Mapping, *keys: str) -> Any:
