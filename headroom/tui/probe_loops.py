@@ -26,6 +26,14 @@ DOCTOR_WAKE_GAP_S = 0.3  # after a wake-up, wait for the rest of the burst (log 
 TOPOLOGY_RETRY_S = 10.0  # an unreadable topology is read again this often
 
 
+def probe_failed(name: str, exc: BaseException) -> msg.ProbeFailed:
+    """The one wording of a probe failure: a missing module says which, anything else
+    says what was raised."""
+    if isinstance(exc, ImportError):
+        return msg.ProbeFailed(name, f"{exc.name or 'module'} not available")
+    return msg.ProbeFailed(name, f"{type(exc).__name__}: {exc}")
+
+
 class ProbeLoops:
     """Mixin for `HeadroomApp`: needs `sources`, `store`, `interval`, `post_message` and
     `_data_version` / `_diagnosed_version` counters."""
@@ -48,10 +56,10 @@ class ProbeLoops:
             try:
                 result = await read()
             except ImportError as exc:
-                self.post_message(msg.ProbeFailed(name, f"{exc.name or 'module'} not available"))
+                self.post_message(probe_failed(name, exc))
                 return
             except Exception as exc:  # a probe bug must not take the dashboard down
-                self.post_message(msg.ProbeFailed(name, f"{type(exc).__name__}: {exc}"))
+                self.post_message(probe_failed(name, exc))
             else:
                 if result is not None:
                     post(result)
@@ -126,10 +134,10 @@ class ProbeLoops:
             try:
                 result = await self.sources.read_topology()
             except ImportError as exc:
-                self.post_message(msg.ProbeFailed("topology", f"{exc.name} not available"))
+                self.post_message(probe_failed("topology", exc))
                 return
             except Exception as exc:
-                self.post_message(msg.ProbeFailed("topology", f"{type(exc).__name__}: {exc}"))
+                self.post_message(probe_failed("topology", exc))
                 return
             if result is not None:
                 self.post_message(msg.TopologyRead(*result))
@@ -172,10 +180,10 @@ class ProbeLoops:
                 try:
                     diagnosis = await asyncio.to_thread(self.sources.diagnose, view)
                 except ImportError as exc:
-                    self.post_message(msg.ProbeFailed("doctor", f"{exc.name} not available"))
+                    self.post_message(probe_failed("doctor", exc))
                     return
                 except Exception as exc:  # a doctor bug must not take the dashboard down
-                    self.post_message(msg.ProbeFailed("doctor", f"{type(exc).__name__}: {exc}"))
+                    self.post_message(probe_failed("doctor", exc))
                 else:
                     if diagnosis is not None:
                         self.post_message(msg.DiagnosisMade(diagnosis))
@@ -193,10 +201,10 @@ class ProbeLoops:
         try:
             records = await self.sources.read_runs()
         except ImportError as exc:
-            self.post_message(msg.ProbeFailed("runs", f"{exc.name} not available"))
+            self.post_message(probe_failed("runs", exc))
             return
         except Exception as exc:
-            self.post_message(msg.ProbeFailed("runs", f"{type(exc).__name__}: {exc}"))
+            self.post_message(probe_failed("runs", exc))
             return
         if records is not None:
             self.post_message(msg.RunsLoaded(list(records)))
