@@ -15,23 +15,23 @@ import os
 import sys
 from pathlib import Path
 
-from headroom.supervisor.bench import BenchConfig, BenchError, BenchProgress, run_bench
-from headroom.supervisor.bench_compare import (
+from headroom.bench.compare import (
     compare_runs,
     comparison_markdown,
     comparison_to_json,
     render_comparison,
 )
-from headroom.supervisor.bench_journal import record_bench
-from headroom.supervisor.bench_report import summary_text, to_csv, to_markdown
-from headroom.supervisor.bench_workload import (
+from headroom.bench.journal import record_bench
+from headroom.bench.knee import DEFAULT_GAIN_THRESHOLD, LatencyTargets
+from headroom.bench.ramp import BenchConfig, BenchError, BenchProgress, run_bench
+from headroom.bench.report import summary_text, to_csv, to_markdown
+from headroom.bench.workload import (
     BUILTIN_MIXES,
     WorkloadError,
     parse_ramp,
     resolve_distribution,
 )
 from headroom.supervisor.journal import Journal
-from headroom.supervisor.knee import DEFAULT_GAIN_THRESHOLD, LatencyTargets
 
 
 def build_parser() -> argparse.ArgumentParser:

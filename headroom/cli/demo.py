@@ -87,8 +87,8 @@ def free_port() -> int:
 
 def build_supervisor(name: str | None, workdir: Path, time_scale: float | None) -> tuple[Any, Any]:
     """A Supervisor over the simulator for scenario `name`. Returns (supervisor, scenario)."""
-    from headroom.cmdline import parse_command
     from headroom.supervisor import Supervisor
+    from headroom.vllm_cmd import parse_command
 
     api = _scenarios_api()
     if api is None:

@@ -112,7 +112,7 @@ def build_inputs(args, vllm_argv: list[str]):
 
     command = None
     if vllm_argv:
-        from headroom.cmdline import parse_command
+        from headroom.vllm_cmd import parse_command
 
         command = parse_command(vllm_argv)
     log = None

@@ -115,7 +115,7 @@ def main(argv: list[str]) -> int:
         topology = _topology(args.topo) if args.topo else None
         command = None
         if vllm_argv:
-            from headroom.cmdline import parse_command
+            from headroom.vllm_cmd import parse_command
 
             command = parse_command(vllm_argv)
         result = plan(

@@ -1,6 +1,6 @@
 """`headroom runs [--csv|--json|--markdown] [--last N] [--model M]`: the run journal as the
 configuration comparison table, the same one `headroom bench --compare` prints
-(headroom.supervisor.bench_compare): the single-GPU benched baseline first, each benched
+(headroom.bench.compare): the single-GPU benched baseline first, each benched
 row's throughput as a ratio to it, comparability notes, and the runs without a bench with
 what the supervisor measured while they served."""
 
@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
 
     from pathlib import Path
 
-    from headroom.supervisor import bench_compare
+    from headroom.bench import compare as bench_compare
     from headroom.supervisor.journal import Journal, JournalWarning
 
     journal = Journal(Path(args.journal) if args.journal else None)

@@ -104,9 +104,9 @@ def main(argv: list[str]) -> int:
     if args.auto_fix < 0:
         parser.error("--auto-fix takes a number >= 0")
 
-    from headroom.cmdline import CommandLineError, parse_command
     from headroom.supervisor.headless import EXIT_USAGE, EventPrinter
     from headroom.supervisor.launcher import LauncherError, load_config
+    from headroom.vllm_cmd import CommandLineError, parse_command
 
     printer = EventPrinter(as_json=args.json)
     try:

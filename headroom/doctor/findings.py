@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # snapshot types of the probe layer; only needed for annotations
-    from headroom.cmdline import VllmCommand
     from headroom.doctor.gpu_spec import GpuSpec
     from headroom.probes.host import HostFacts
     from headroom.probes.metrics import ServerMetrics
@@ -19,6 +18,7 @@ if TYPE_CHECKING:  # snapshot types of the probe layer; only needed for annotati
     from headroom.probes.nvml import GpuSnapshot
     from headroom.probes.topology import TopologyMatrix
     from headroom.probes.vllm_log import LogDigest
+    from headroom.vllm_cmd import VllmCommand
 
 SEVERITIES = ("info", "warning", "error")
 DIRECTIONS = ("raise", "lower", "set")

@@ -47,7 +47,7 @@ class Knobs:
 
 
 def knobs_from_command(cmd) -> Knobs:
-    """Knobs from a headroom.cmdline.VllmCommand (anything with .get(name))."""
+    """Knobs from a headroom.vllm_cmd.VllmCommand (anything with .get(name))."""
     if cmd is None:
         return Knobs()
 

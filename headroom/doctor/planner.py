@@ -286,7 +286,7 @@ def recommended_max_model_len(acc: MemoryAccount) -> tuple[int, str]:
 def _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command, recommended=None) -> list[str]:
     if command is not None:
         try:
-            from headroom.cmdline import render
+            from headroom.vllm_cmd import render
 
             return render(command)
         except ImportError:

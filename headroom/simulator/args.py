@@ -3,7 +3,7 @@
 
 Every flag below is accepted and reported among the "non-default args" like vLLM does; only a
 handful change the simulation. A flag vLLM lacks is rejected by argparse itself (exit status
-2, "unrecognized arguments"). Independent of headroom.cmdline on purpose.
+2, "unrecognized arguments"). Independent of headroom.vllm_cmd on purpose.
 """
 
 from __future__ import annotations

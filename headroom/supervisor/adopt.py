@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 
-from headroom.cmdline import CommandLineError, parse_command
 from headroom.supervisor.log_tail import FileTail
 from headroom.supervisor.process import ManagedProcess
 from headroom.supervisor.statefile import ServerRecord, list_states, read_state
 from headroom.supervisor.supervisor import Supervisor
+from headroom.vllm_cmd import CommandLineError, parse_command
 
 REDACTED_MARK = "***"
 

@@ -16,11 +16,11 @@ import shlex
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-from headroom.cmdline import CommandLineError, VllmCommand, parse_command
 from headroom.supervisor.adopt import AdoptError, adopt, adopt_unmanaged, find_adoptable
 from headroom.supervisor.journal import RunRecord
 from headroom.supervisor.launcher import LauncherError, describe, resolve_template
 from headroom.supervisor.supervisor import Supervisor, flag_tokens
+from headroom.vllm_cmd import CommandLineError, VllmCommand, parse_command
 
 NOT_TOLD = (
     "Headroom did not start this server and was not told how it was launched, so it cannot "
@@ -112,7 +112,7 @@ def attach_supervisor(
 def _journal_adopted(sup: Supervisor, url: str) -> None:
     """A run record for the server as found, so the restart's record has a parent and
     `headroom runs` lists the configuration Headroom took over."""
-    from headroom.cmdline import redact_argv
+    from headroom.vllm_cmd import redact_argv
 
     flags = redact_argv(flag_tokens(sup.command))
     try:  # attached before to the same server: that record, not a duplicate per attach
@@ -156,7 +156,7 @@ async def restart_attached(sup: Supervisor | None, changes: Mapping[str, object]
 def parse_change(text: str) -> tuple[str, object]:
     """'max_num_seqs=8' -> ('max_num_seqs', 8); values are read as int, float, true/false
     or text; 'enforce_eager=remove' drops a flag."""
-    from headroom.cmdline import REMOVE
+    from headroom.vllm_cmd import REMOVE
 
     name, sep, raw = text.partition("=")
     name = name.strip().removeprefix("--").replace("-", "_")

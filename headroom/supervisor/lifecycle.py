@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from headroom.cmdline import redact_argv
 from headroom.supervisor import preflight as pf
 from headroom.supervisor import statefile
 from headroom.supervisor.journal import RunRecord, new_run_id
 from headroom.supervisor.launcher import flag_tokens
 from headroom.supervisor.run_stats import gpus_from_snapshot, model_shape_dict, topology_summary
 from headroom.supervisor.states import ServerState
+from headroom.vllm_cmd import redact_argv
 
 # A server that serves this long after a crash restart gets its crash budget back.
 CRASH_BUDGET_RESET_S = 600.0

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from headroom.cmdline import REMOVE, VllmCommand, apply_changes, diff_flags
 from headroom.supervisor.states import FlagChangeView, RestartOutcome, ServerState
+from headroom.vllm_cmd import REMOVE, VllmCommand, apply_changes, diff_flags
 
 if TYPE_CHECKING:
     from headroom.supervisor.supervisor import Supervisor

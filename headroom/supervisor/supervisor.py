@@ -17,7 +17,6 @@ from pathlib import Path
 
 import httpx
 
-from headroom.cmdline import VllmCommand, redact_argv, redact_env
 from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor import ending, lifecycle
 from headroom.supervisor.journal import Journal, new_run_id
@@ -43,6 +42,7 @@ from headroom.supervisor.states import (  # noqa: F401 - re-exported for callers
     ServerState,
     SupervisorEvent,
 )
+from headroom.vllm_cmd import VllmCommand, redact_argv, redact_env
 
 
 class Supervisor:

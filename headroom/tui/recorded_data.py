@@ -55,7 +55,7 @@ def _load(module: str, *names: str) -> tuple[Any, ...] | None:
 
 
 def recorded_command() -> Any:
-    found = _load("headroom.cmdline", "parse_command")
+    found = _load("headroom.vllm_cmd", "parse_command")
     if found is None:
         return None
     (parse_command,) = found
@@ -305,7 +305,7 @@ FAILED_ARGV = (
 
 
 def recorded_failed_command() -> Any:
-    found = _load("headroom.cmdline", "parse_command")
+    found = _load("headroom.vllm_cmd", "parse_command")
     return found[0](FAILED_ARGV) if found else None
 
 

@@ -24,7 +24,7 @@ class ServerInfo:
     state: str = "unknown"  # supervisor state, or the metrics state when only attached
     detail: str | None = None
     model: str | None = None
-    command: Any = None  # headroom.cmdline.VllmCommand when known
+    command: Any = None  # headroom.vllm_cmd.VllmCommand when known
     up_since: float | None = None  # clock() value when the server was first seen up
     supervised: bool = False
 

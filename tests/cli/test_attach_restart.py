@@ -17,7 +17,6 @@ import psutil
 import pytest
 
 from headroom.cli import attach
-from headroom.cmdline import REMOVE
 from headroom.supervisor.adopt import listener_pid
 from headroom.supervisor.attached import (
     NOT_TOLD,
@@ -27,6 +26,7 @@ from headroom.supervisor.attached import (
     parse_launch,
 )
 from headroom.supervisor.journal import Journal
+from headroom.vllm_cmd import REMOVE
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "supervisor"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from bench_fake_server import FakeServer  # noqa: E402
 
 from headroom.cli import bench as bench_cli  # noqa: E402
@@ -168,7 +168,7 @@ def test_wrong_key_exit_1(server, workload, capsys) -> None:
 
 
 def test_progress_bar_rewrites_one_line_and_is_silent_off_a_tty() -> None:
-    from headroom.supervisor.bench import BenchProgress
+    from headroom.bench.ramp import BenchProgress
 
     stream = io.StringIO()
     bar = bench_cli.ProgressBar(True, stream)

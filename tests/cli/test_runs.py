@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from headroom.bench import compare as bench_compare
 from headroom.cli.runs import main
-from headroom.supervisor import bench_compare
 from headroom.supervisor.journal import Journal, RunRecord
 
 MODEL = "Qwen/Qwen3-8B"

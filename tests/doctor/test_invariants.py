@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from headroom.cmdline import parse_command
 from headroom.doctor import DoctorInputs, diagnose, diagnosis_to_json
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.vllm_cmd import parse_command
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 LOGS = sorted(

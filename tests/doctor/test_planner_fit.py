@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from headroom.cmdline import parse_command
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.model_table import find_model
 from headroom.doctor.planner import plan, recommended_max_model_len
+from headroom.vllm_cmd import parse_command
 
 LLAMA_8B = find_model("Llama-3.1-8B")
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from headroom.cmdline import parse_command
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.probes.gpu_processes import GpuProcess
 from headroom.probes.nvml import GpuReading, GpuSnapshot, NvLink
+from headroom.vllm_cmd import parse_command
 
 GIB = 2**30
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from headroom.cmdline import parse_command
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.vllm_cmd import parse_command
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from headroom.cmdline import parse_command
 from headroom.doctor import Action, DoctorInputs, Finding, diagnose
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.steps import dedupe_actions
+from headroom.vllm_cmd import parse_command
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BUSY_GPU_LOG = (

@@ -32,7 +32,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from headroom.cmdline import apply_changes, diff_flags, parse_command, render
 from headroom.doctor import DoctorInputs, diagnose, parse_gpu_spec, plan_to_changes
 from headroom.doctor.memory_model import Knobs, account
 from headroom.doctor.memory_model import kv_bytes_per_token as doctor_bytes_per_token
@@ -44,6 +43,7 @@ from headroom.simulator.hardware import GIB, Machine, gpu_model
 from headroom.simulator.logs import VllmLog
 from headroom.simulator.models import load_model
 from headroom.simulator.startup import StartupPrinter
+from headroom.vllm_cmd import apply_changes, diff_flags, parse_command, render
 
 VERSION = "0.33.0"  # what the simulator's default (0.32/0.33) log format stands for
 

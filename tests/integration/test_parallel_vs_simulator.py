@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from headroom.cmdline import apply_changes, diff_flags, parse_command, render
 from headroom.doctor import DoctorInputs, diagnose, parse_gpu_spec, plan_to_changes
 from headroom.probes.vllm_log import digest_text
 from headroom.simulator.scenario import load_scenario
+from headroom.vllm_cmd import apply_changes, diff_flags, parse_command, render
 
 SCENARIO = load_scenario("tp-across-nodes")
 

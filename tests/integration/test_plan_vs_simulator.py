@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from headroom.cmdline import parse_command
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.model_table import find_model
 from headroom.doctor.planner import plan
 from headroom.simulator import accounting as sim_acc
 from headroom.simulator.hardware import Machine, gpu_model
 from headroom.simulator.models import load_model
+from headroom.vllm_cmd import parse_command
 
 # (doctor model, simulator model, GPUs as `plan --gpus` takes them, simulator GPU key)
 COMBOS = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from headroom.supervisor.bench import BenchConfig, run_bench
-from headroom.supervisor.bench_workload import Distribution, Mix
+from headroom.bench.ramp import BenchConfig, run_bench
+from headroom.bench.workload import Distribution, Mix
 
 pytestmark = pytest.mark.real_vllm
 

@@ -1,4 +1,4 @@
-"""headroom.cmdline against vLLM's own argument parser (the real 0.32 environment).
+"""headroom.vllm_cmd against vLLM's own argument parser (the real 0.32 environment).
 
 Each command line is read by `parse_command` here and by vLLM's FlexibleArgumentParser +
 make_arg_parser in the real environment's Python; every knob Headroom reads must have the
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from headroom.cmdline import apply_changes, parse_command, render
+from headroom.vllm_cmd import apply_changes, parse_command, render
 
 pytestmark = pytest.mark.real_vllm
 

@@ -10,10 +10,10 @@ import urllib.request
 
 import pytest
 
-from headroom.cmdline import parse_command
 from headroom.probes.log_follow import FileFollower
 from headroom.probes.metrics import MetricsProbe
 from headroom.probes.vllm_log import LogDigest, digest_text
+from headroom.vllm_cmd import parse_command
 
 pytestmark = pytest.mark.real_vllm
 
@@ -29,7 +29,7 @@ def test_log_reader_classifies_the_live_startup(real_vllm_server):
     # capacity / per-request length, as vLLM prints it with two decimals
     assert facts.max_concurrency == pytest.approx(facts.kv_cache_tokens / 1024, abs=0.01)
     assert facts.server_url and str(real_vllm_server.port) in facts.server_url
-    # vLLM's own reading of "--kv-cache-memory-bytes 16M" agrees with headroom.cmdline's
+    # vLLM's own reading of "--kv-cache-memory-bytes 16M" agrees with headroom.vllm_cmd's
     command = parse_command(real_vllm_server.argv)
     assert facts.non_default_args["kv_cache_memory_bytes"] == command.get("kv_cache_memory_bytes")
     assert facts.non_default_args["max_model_len"] == command.get("max_model_len") == 1024

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from headroom.cmdline import parse_command
 from headroom.doctor import Action, Diagnosis, DoctorInputs, Finding, diagnose
 from headroom.probes.vllm_log import digest_text
 from headroom.supervisor.restart import auto_fix_changes, split_changes
+from headroom.vllm_cmd import parse_command
 
 DATA = Path(__file__).with_name("data")
 

@@ -22,9 +22,9 @@ import psutil
 import pytest
 from sup_support import free_port, wait_for
 
-from headroom.cmdline import parse_command
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.supervisor import ServerState, Supervisor
+from headroom.vllm_cmd import parse_command
 
 pytestmark = pytest.mark.slow
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"

@@ -9,9 +9,9 @@ import psutil
 import pytest
 from sup_support import FAKE_TEMPLATE, free_port, wait_for
 
-from headroom.cmdline import parse_command
 from headroom.supervisor import ServerState, Supervisor
 from headroom.supervisor.statefile import read_state
+from headroom.vllm_cmd import parse_command
 
 
 def make_supervisor(tmp_path, *flags: str, mode: str = "", max_len: int = 100000, **kw):

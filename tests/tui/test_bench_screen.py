@@ -10,14 +10,14 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "supervisor"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from bench_fake_server import FakeServer  # noqa: E402
 
-from headroom.supervisor.bench import BenchConfig, BenchResult  # noqa: E402
-from headroom.supervisor.bench_stats import StepResult  # noqa: E402
-from headroom.supervisor.bench_workload import Distribution, Mix  # noqa: E402
-from headroom.supervisor.knee import find_knee  # noqa: E402
-from headroom.tui.bench_screen import BenchPanel, plot_markup  # noqa: E402
+from headroom.bench.knee import find_knee  # noqa: E402
+from headroom.bench.ramp import BenchConfig, BenchResult  # noqa: E402
+from headroom.bench.stats import StepResult  # noqa: E402
+from headroom.bench.workload import Distribution, Mix  # noqa: E402
+from headroom.tui.widgets.bench_panel import BenchPanel, plot_markup  # noqa: E402
 
 SMALL = Distribution("small", "t", mix=Mix("small", "t", (8, 16), (10, 20)), fingerprint="s")
 

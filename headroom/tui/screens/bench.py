@@ -1,4 +1,4 @@
-"""Screen 7, bench: hosts the bench widget from `headroom.tui.bench_screen` (the bench
+"""Screen 7, bench: hosts the bench widget from `headroom.tui.widgets.bench_panel` (the bench
 owner's module) when it is installed, and says so when it is not."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ PREFERRED = ("BenchPanel", "BenchView", "BenchWidget")
 def find_bench_widget() -> tuple[type[Widget] | None, str | None]:
     """The bench module's widget class, or (None, why not)."""
     try:
-        module = importlib.import_module("headroom.tui.bench_screen")
+        module = importlib.import_module("headroom.tui.widgets.bench_panel")
     except ImportError as exc:
         return None, f"the bench view is not available in this build ({exc.name})"
     for name in PREFERRED:
@@ -33,7 +33,7 @@ def find_bench_widget() -> tuple[type[Widget] | None, str | None]:
             and "Bench" in candidate.__name__
         ):
             return candidate, None
-    return None, "headroom.tui.bench_screen has no bench widget"
+    return None, "headroom.tui.widgets.bench_panel has no bench widget"
 
 
 class BenchScreen(HeadroomScreen):

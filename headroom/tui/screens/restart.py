@@ -64,7 +64,7 @@ def plan_restart(command: Any, action: Any) -> RestartPlan:
         plan.error = "the server's command line is unknown, so the new flags cannot be shown"
         return plan
     try:
-        from headroom.cmdline import apply_changes, diff_flags, redact_argv, render
+        from headroom.vllm_cmd import apply_changes, diff_flags, redact_argv, render
 
         new = apply_changes(command, plan.changes)
         plan.diff = list(diff_flags(command, new))

@@ -1,7 +1,7 @@
 """The Bench view (screen 7): run a concurrency ramp against the watched server and watch
 throughput and p95 latency per step, the knee, and the step table fill in.
 
-The ramp runs in an async worker (`headroom.supervisor.bench.run_bench`); it reports through
+The ramp runs in an async worker (`headroom.bench.ramp.run_bench`); it reports through
 messages, and only the message handlers touch widgets. Colours come from theme variables
 only ($primary for bars, $accent for the knee, $text-muted for axes).
 """
@@ -20,11 +20,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, ProgressBar, Static
 
-from headroom.supervisor.bench import BenchConfig, BenchError, BenchProgress, BenchResult, run_bench
-from headroom.supervisor.bench_journal import record_bench
-from headroom.supervisor.bench_report import NA, column_cells, fmt, latency_series
-from headroom.supervisor.bench_stats import StepResult
-from headroom.supervisor.bench_workload import BUILTIN_MIXES, builtin_distribution
+from headroom.bench.journal import record_bench
+from headroom.bench.ramp import BenchConfig, BenchError, BenchProgress, BenchResult, run_bench
+from headroom.bench.report import NA, column_cells, fmt, latency_series
+from headroom.bench.stats import StepResult
+from headroom.bench.workload import BUILTIN_MIXES, builtin_distribution
 
 # (header, attribute, format kind): the columns that fit 80 columns.
 TABLE_COLUMNS: tuple[tuple[str, str, str], ...] = (

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from headroom.supervisor.bench_report import NA, fmt
+from headroom.bench.report import NA, fmt
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def _parse(flags: Sequence[str] | None, command: Sequence[str] | None):
     if argv is None:
         return None, None, {}
     try:
-        from headroom.cmdline import parse_command
+        from headroom.vllm_cmd import parse_command
 
         cmd = parse_command([str(t) for t in argv])
         tp = cmd.get("tensor_parallel_size", 1)

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from headroom.supervisor.bench_client import BenchError, OpenAIClient
-from headroom.supervisor.bench_sampling import ServerSampler, default_sampler
-from headroom.supervisor.bench_stats import RequestResult, ServerSample, StepResult, summarise_step
-from headroom.supervisor.bench_workload import Distribution, builtin_distribution
-from headroom.supervisor.knee import DEFAULT_GAIN_THRESHOLD, Knee, LatencyTargets, find_knee
+from headroom.bench.client import BenchError, OpenAIClient
+from headroom.bench.knee import DEFAULT_GAIN_THRESHOLD, Knee, LatencyTargets, find_knee
+from headroom.bench.sampling import ServerSampler, default_sampler
+from headroom.bench.stats import RequestResult, ServerSample, StepResult, summarise_step
+from headroom.bench.workload import Distribution, builtin_distribution
 
 __all__ = ["BenchConfig", "BenchError", "BenchProgress", "BenchResult", "run_bench"]
 

@@ -1,4 +1,4 @@
-"""Property tests for headroom.cmdline over generated vLLM command lines.
+"""Property tests for headroom.vllm_cmd over generated vLLM command lines.
 
 Command lines are generated from the flag table itself: every flag, in every spelling
 (`--x v`, `--x=v`, aliases, underscores, boolean negations), with values of its type.
@@ -11,7 +11,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headroom.cmdline import (
+from headroom.vllm_cmd import (
     REMOVE,
     CommandLineError,
     apply_changes,
@@ -20,7 +20,7 @@ from headroom.cmdline import (
     redact_argv,
     render,
 )
-from headroom.cmdline_flags import FLAGS_BY_DEST, FlagSpec, lookup_option
+from headroom.vllm_cmd.flags import FLAGS_BY_DEST, FlagSpec, lookup_option
 
 SPECS = sorted(
     (s for s in FLAGS_BY_DEST.values() if s.dest not in ("model", "config") and s.kind != "append"),

@@ -7,7 +7,7 @@ import statistics
 from hypothesis import given
 from hypothesis import strategies as st
 
-from headroom.supervisor.bench_stats import (
+from headroom.bench.stats import (
     RequestResult,
     ServerSample,
     StepResult,

@@ -1,10 +1,10 @@
-"""headroom.cmdline: parse every real form of a vLLM command line, change knobs, render back."""
+"""headroom.vllm_cmd: parse every real form of a vLLM command line, change knobs, render back."""
 
 from __future__ import annotations
 
 import pytest
 
-from headroom.cmdline import (
+from headroom.vllm_cmd import (
     REMOVE,
     CommandLineError,
     FlagChange,
@@ -17,7 +17,7 @@ from headroom.cmdline import (
     redact_env,
     render,
 )
-from headroom.cmdline_flags import FLAGS_BY_DEST, lookup_option
+from headroom.vllm_cmd.flags import FLAGS_BY_DEST, lookup_option
 
 API = ["python", "-m", "vllm.entrypoints.openai.api_server"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from headroom.supervisor.bench_stats import StepResult
+from headroom.bench.stats import StepResult
 
 DEFAULT_GAIN_THRESHOLD = 0.25
 

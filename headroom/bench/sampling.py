@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
+from headroom.bench.stats import ServerSample
 from headroom.probes.metrics import MetricsProbe
 from headroom.probes.nvml import NvmlProbe
-from headroom.supervisor.bench_stats import ServerSample
 
 ServerSampler = Callable[[], Awaitable[ServerSample]]
 

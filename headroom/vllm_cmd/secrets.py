@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from headroom.cmdline_flags import lookup_option
-from headroom.cmdline_scan import looks_like_flag
+from headroom.vllm_cmd.flags import lookup_option
+from headroom.vllm_cmd.scan import looks_like_flag
 
 _SECRET_FLAGS = {"api_key", "hf_token"}
 _SECRET_ENV = re.compile(

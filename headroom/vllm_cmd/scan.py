@@ -1,6 +1,6 @@
 """Reading vLLM command-line tokens: which token is which flag, with what typed value.
 
-Used by headroom.cmdline (import from there). Follows vLLM's FlexibleArgumentParser:
+Used by headroom.vllm_cmd (import from there). Follows vLLM's FlexibleArgumentParser:
 `--flag value`, `--flag=value`, underscores, short forms, `-O3`, booleans and their
 negations, dotted JSON keys, human-readable integers. Unknown flags are kept.
 """
@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from headroom.cmdline_flags import FlagSpec, lookup_dest, lookup_option
+from headroom.vllm_cmd.flags import FlagSpec, lookup_dest, lookup_option
 
 
 class CommandLineError(ValueError):

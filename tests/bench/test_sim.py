@@ -24,9 +24,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from headroom.supervisor.bench import BenchConfig, BenchResult, run_bench
-from headroom.supervisor.bench_compare import compare_runs, render_comparison
-from headroom.supervisor.bench_workload import load_jsonl_distribution
+from headroom.bench.compare import compare_runs, render_comparison
+from headroom.bench.ramp import BenchConfig, BenchResult, run_bench
+from headroom.bench.workload import load_jsonl_distribution
 from headroom.supervisor.journal import Journal, RunRecord
 
 pytestmark = pytest.mark.slow

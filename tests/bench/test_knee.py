@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from headroom.supervisor.bench_stats import StepResult
-from headroom.supervisor.knee import LatencyTargets, find_knee, marginal_efficiency
+from headroom.bench.knee import LatencyTargets, find_knee, marginal_efficiency
+from headroom.bench.stats import StepResult
 
 
 def step(c, tok_s, e2e=1.0, ttft=0.1, itl=0.02, ok=10, errors=0) -> StepResult:

@@ -14,8 +14,8 @@ import time
 import pytest
 from bench_fake_server import FakeServer
 
-from headroom.supervisor.bench import BenchConfig, BenchError, run_bench
-from headroom.supervisor.bench_workload import Distribution, Mix
+from headroom.bench.ramp import BenchConfig, BenchError, run_bench
+from headroom.bench.workload import Distribution, Mix
 
 SMALL = Distribution("small", "test", mix=Mix("small", "test", (8, 16), (10, 20)), fingerprint="s")
 
@@ -174,7 +174,7 @@ async def test_clamps_to_the_servers_max_model_len() -> None:
 
 
 def test_credentials_in_the_url_are_never_recorded() -> None:
-    from headroom.supervisor.bench import public_url
+    from headroom.bench.ramp import public_url
 
     assert public_url("http://user:pw@gpu1:8000") == "http://gpu1:8000"
     assert public_url("http://gpu1:8000") == "http://gpu1:8000"

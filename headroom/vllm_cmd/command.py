@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from headroom.cmdline_flags import FlagSpec, lookup_dest, lookup_option
-from headroom.cmdline_scan import (
+from headroom.vllm_cmd.flags import FlagSpec, lookup_dest, lookup_option
+from headroom.vllm_cmd.scan import (
     CommandLineError,
     Occurrence,
     format_value,
@@ -33,7 +33,7 @@ from headroom.cmdline_scan import (
     parse_human_int,
     scan_tokens,
 )
-from headroom.cmdline_secrets import ENV_ASSIGNMENT, STARS, redact_argv, redact_env
+from headroom.vllm_cmd.secrets import ENV_ASSIGNMENT, STARS, redact_argv, redact_env
 
 __all__ = [
     "REMOVE",

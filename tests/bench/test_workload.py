@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from headroom.supervisor.bench_workload import (
+from headroom.bench.workload import (
     BUILTIN_MIXES,
     WorkloadError,
     builtin_distribution,

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from headroom.supervisor.bench import BenchResult
-from headroom.supervisor.bench_compare import (
+from headroom.bench.compare import (
     compare_runs,
     comparison_cells,
     comparison_to_json,
     render_comparison,
 )
-from headroom.supervisor.bench_journal import find_run_for_url, record_bench
-from headroom.supervisor.bench_stats import StepResult
+from headroom.bench.journal import find_run_for_url, record_bench
+from headroom.bench.knee import find_knee
+from headroom.bench.ramp import BenchResult
+from headroom.bench.stats import StepResult
 from headroom.supervisor.journal import Journal, RunRecord
-from headroom.supervisor.knee import find_knee
 
 
 def _step(c, tok, itl=0.01, mem=None) -> StepResult:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headroom.supervisor.bench_client import OpenAIClient
-from headroom.supervisor.bench_stats import RequestResult
+from headroom.bench.client import OpenAIClient
+from headroom.bench.stats import RequestResult
 
 
 def _client(endpoint: str = "completions") -> OpenAIClient:
@@ -57,7 +57,7 @@ def test_error_event_ends_the_stream_with_its_message() -> None:
 def test_request_body_asks_for_exact_lengths_and_no_key_in_it() -> None:
     import random
 
-    from headroom.supervisor.bench_workload import RequestShape
+    from headroom.bench.workload import RequestShape
 
     client = _client()
     client.api_key = "sk-x"

@@ -3,7 +3,7 @@
 Taken from vLLM 0.32.0's own argument parser (`make_arg_parser(FlexibleArgumentParser())` in
 `vllm.entrypoints.launchers.cli_args`, dumped action by action), plus flags of older releases
 that users still have in their scripts. Knowing the kind of each flag is what lets
-`headroom.cmdline` tell a flag's value from the next flag or from a positional argument.
+`headroom.vllm_cmd` tell a flag's value from the next flag or from a positional argument.
 
 Row format: ``KIND TYPE OPTION [ALIASES...]``
   - KIND ``value``: takes a value. TYPE is ``int``, ``float``, ``str``, ``json`` (a JSON

@@ -10,7 +10,7 @@ import csv
 import io
 from collections.abc import Sequence
 
-from headroom.supervisor.bench_stats import StepResult
+from headroom.bench.stats import StepResult
 
 NA = "N/A"
 _BLOCKS = " ▁▂▃▄▅▆▇█"

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from headroom.supervisor.bench_stats import RequestResult
-from headroom.supervisor.bench_workload import RequestShape, synth_prompt
+from headroom.bench.stats import RequestResult
+from headroom.bench.workload import RequestShape, synth_prompt
 
 
 class BenchError(RuntimeError):
