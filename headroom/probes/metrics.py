@@ -19,8 +19,21 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from headroom.probes.bounded_http import (
+    BoundedReadError,
+    DeadlineExceeded,
+    LineFeeder,
+    bounded_get,
+)
 from headroom.probes.metrics_build import build_rows, collect, tracker_inputs
-from headroom.probes.metrics_parse import parse_exposition
+from headroom.probes.metrics_parse import (
+    HEAD_CHARS,
+    MAX_SAMPLES,
+    Exposition,
+    ExpositionBuilder,
+    looks_like_prometheus,
+    parse_exposition,
+)
 from headroom.probes.metrics_types import STATES, EngineMetrics, ServerMetrics
 from headroom.probes.metrics_window import Latency, WindowTracker
 
@@ -37,6 +50,7 @@ __all__ = [
 METRICS_OFF_MESSAGE = "engine metrics off (--disable-log-stats?)"
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a real page is ~100 KB; anything this big is not vLLM
+MAX_LINE_CHARS = 64 * 1024  # one sample line; cache_config_info, the longest, is ~1 KB
 
 
 def normalize_base_url(url: str) -> str:
@@ -116,11 +130,23 @@ class MetricsProbe:
         now = self._clock() if now is None else now
         try:
             parsed = parse_exposition(text)
+        except Exception as error:  # a probe reports; it never raises
+            return self._keep(self._empty(now, "error", f"could not read metrics: {error!r}"))
+        return self._from_exposition(parsed, text[: HEAD_CHARS + 1], now)
+
+    def _from_exposition(self, parsed: Exposition, head: str, now: float) -> ServerMetrics:
+        try:
+            if parsed.too_many_samples:
+                message = (
+                    f"{self.metrics_url} answered over {MAX_SAMPLES:,} vLLM samples: "
+                    "not read (a real page has a few hundred)"
+                )
+                return self._keep(self._empty(now, "error", message))
             if not parsed.samples:
                 if parsed.vllm_lines == 0 and parsed.looks_like_prometheus:
                     return self._keep(self._empty(now, "metrics_off", METRICS_OFF_MESSAGE))
                 if parsed.vllm_lines == 0:
-                    what = "an empty page" if not text.strip() else _describe(text)
+                    what = "an empty page" if not head.strip() else _describe(head)
                     message = f"{self.metrics_url} answered {what}, not Prometheus metrics"
                     return self._keep(self._empty(now, "not_vllm", message))
             scrape = collect(parsed)
@@ -135,9 +161,23 @@ class MetricsProbe:
         return self._keep(ServerMetrics(now, self.url, "up", None, total, engines, models))
 
     async def _scrape_once(self) -> ServerMetrics:
+        builder = ExpositionBuilder()
+        feeder = LineFeeder(builder.add_lines, max_line=MAX_LINE_CHARS, head_chars=HEAD_CHARS + 1)
         try:
             client = self._get_client()
-            response = await client.get(self.metrics_url, timeout=self.timeout_s)
+            # One deadline for the whole scrape and a byte cap, streamed: a huge or endless
+            # body costs at most the cap and the deadline, never the whole body.
+            answer = await bounded_get(
+                client,
+                self.metrics_url,
+                deadline_s=self.timeout_s,
+                max_bytes=MAX_BODY_BYTES,
+                sink=feeder.feed,
+            )
+        except DeadlineExceeded as error:
+            return self._failed("error" if error.headers_seen else "slow", str(error))
+        except BoundedReadError as error:
+            return self._failed("error", str(error))
         except httpx.ConnectTimeout:
             return self._failed("down", f"cannot reach {self.url} (connect timed out)")
         except httpx.TimeoutException:
@@ -149,20 +189,22 @@ class MetricsProbe:
             return self._failed("error", f"{self.url} closed the connection: {_reason(error)}")
         except Exception as error:
             return self._failed("error", f"scrape of {self.metrics_url} failed: {error!r}")
-        if response.status_code == 404:
+        if answer.status == 404:
             return self._failed("not_vllm", f"{self.metrics_url} is 404: not a vLLM server?")
-        if response.status_code != 200:
-            return self._failed("error", f"{self.metrics_url} answered HTTP {response.status_code}")
-        if len(response.content) > MAX_BODY_BYTES:
-            return self._failed("not_vllm", f"{self.metrics_url} answered over 32 MiB")
-        return self.ingest(response.text)
+        if answer.status != 200:
+            return self._failed("error", f"{self.metrics_url} answered HTTP {answer.status}")
+        feeder.finish()
+        parsed = builder.result
+        head = feeder.head
+        parsed.looks_like_prometheus = looks_like_prometheus(head)
+        return self._from_exposition(parsed, head, self._clock())
 
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:
             # A GPU box's HTTP(S)_PROXY must not swallow scrapes of its own loopback server.
             local = (urlsplit(self.url).hostname or "") in _LOOPBACK
             self._client = httpx.AsyncClient(
-                timeout=self.timeout_s, follow_redirects=True, trust_env=not local
+                timeout=self.timeout_s, follow_redirects=False, trust_env=not local
             )
         return self._client
 

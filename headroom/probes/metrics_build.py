@@ -12,7 +12,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from headroom.probes.metrics_parse import Exposition, label_float, label_int
+from headroom.probes.metrics_parse import MAX_COUNT, Exposition, label_float, label_int
 from headroom.probes.metrics_types import EngineMetrics
 from headroom.probes.metrics_window import (
     HistogramState,
@@ -74,12 +74,15 @@ def collect(exposition: Exposition) -> RawScrape:
     def series(key: Key) -> RawSeries:
         return scrape.series.setdefault(key, RawSeries())
 
+    # One implausible value (1e308, NaN, a negative count, usage 7.0) makes that value
+    # unknown; the rest of the page still counts.
     for field_name, names in GAUGE_NAMES.items():
+        check = _fraction if field_name == "usage" else _count
         for key, value in _first_name_per_key(by_name, names, summed=False).items():
-            series(key).gauges[field_name] = value
+            series(key).gauges[field_name] = check(value)
     for field_name, names in COUNTER_NAMES.items():
         for key, value in _first_name_per_key(by_name, names, summed=True).items():
-            series(key).counters[field_name] = value
+            series(key).counters[field_name] = _count(value)
     for field_name, names in HISTOGRAM_NAMES.items():
         taken: set[Key] = set()
         for name in names:
@@ -189,7 +192,7 @@ def _row(
         num_gpu_blocks=blocks,
         cache_dtype=_common(lab.get("cache_dtype") for lab in labels),
         gpu_memory_utilization=_common(
-            label_float(lab, "gpu_memory_utilization") for lab in labels
+            _fraction(label_float(lab, "gpu_memory_utilization"), slack=0.0) for lab in labels
         ),
         kv_cache_memory_bytes=_common(label_int(lab, "kv_cache_memory_bytes") for lab in labels),
         requests_running=_sum(s.gauges.get("running") for s in series),
@@ -287,10 +290,15 @@ def _histograms(by_name, name: str) -> dict[Key, HistogramState]:
         except ValueError:
             continue
         key = (sample.labels.get("model_name"), sample.labels.get("engine"))
-        buckets.setdefault(key, {})[bound] = sample.value
+        count = _count(sample.value)
+        if count is None:
+            continue  # histogram_from_parts keeps the buckets it can trust
+        buckets.setdefault(key, {})[bound] = count
     for suffix, target in (("_sum", sums), ("_count", counts)):
         for sample in by_name.get(name + suffix, ()):
-            target[(sample.labels.get("model_name"), sample.labels.get("engine"))] = sample.value
+            value = _count(sample.value)
+            if value is not None:
+                target[(sample.labels.get("model_name"), sample.labels.get("engine"))] = value
     states = {}
     for key, per_bound in buckets.items():
         state = histogram_from_parts(per_bound, sums.get(key), counts.get(key))
@@ -315,6 +323,20 @@ def _sum(values) -> float | None:
 def _mean(values) -> float | None:
     present = [v for v in values if v is not None and math.isfinite(v)]
     return sum(present) / len(present) if present else None
+
+
+def _count(value: float | None) -> float | None:
+    """A count or counter: finite, not negative, below 2**53 (past it floats lose units)."""
+    if value is None or not 0.0 <= value <= MAX_COUNT:  # NaN fails both comparisons
+        return None
+    return value
+
+
+def _fraction(value: float | None, slack: float = 0.01) -> float | None:
+    """A 0..1 value; within `slack` of the range it is clamped (float noise), beyond unknown."""
+    if value is None or not -slack <= value <= 1.0 + slack:
+        return None
+    return min(1.0, max(0.0, value))
 
 
 def _clean(value: float | None) -> float | None:

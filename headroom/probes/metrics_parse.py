@@ -54,7 +54,14 @@ WANTED_SAMPLE_NAMES: frozenset[str] = frozenset(
 VLLM_PREFIX = "vllm:"
 
 _LABEL_PAIR_RE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"]*)"')
-_HEAD_CHARS = 16384
+HEAD_CHARS = 16384
+_HEAD_CHARS = HEAD_CHARS
+# A real page keeps a few hundred samples (a few thousand with many DP engines); this bounds
+# what a hostile page can make Headroom hold, whatever its size.
+MAX_SAMPLES = 50_000
+# Counts, counters and sizes past 2**53 lose whole units as floats and are no real server's:
+# such a value is treated as unknown, so arithmetic on it cannot overflow.
+MAX_COUNT = float(2**53)
 _MISSING: dict = {}  # sentinel for the label cache
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _ESCAPE_RE = re.compile(r'\\[\\n"]')
@@ -82,6 +89,7 @@ class Exposition:
     vllm_lines: int = 0  # every `vllm:` sample line, kept or not
     skipped_lines: int = 0  # wanted lines that could not be read
     looks_like_prometheus: bool = False
+    too_many_samples: bool = False  # more than MAX_SAMPLES wanted samples: not a real page
 
     def by_name(self) -> dict[str, list[Sample]]:
         grouped: dict[str, list[Sample]] = {}
@@ -92,51 +100,76 @@ class Exposition:
 
 def parse_exposition(text: str, wanted: Iterable[str] | None = None) -> Exposition:
     """Read the `vllm:` samples named in `wanted` (default: WANTED_SAMPLE_NAMES). Never raises."""
-    names = WANTED_SAMPLE_NAMES if wanted is None else frozenset(wanted)
-    result = Exposition()
     if not isinstance(text, str):
-        return result
+        return Exposition()
+    builder = ExpositionBuilder(wanted)
+    builder.add_lines(text.split("\n"))
+    result = builder.result
     result.looks_like_prometheus = looks_like_prometheus(text)
-    samples = result.samples
-    append = samples.append
-    # Within one page most samples repeat the same label text ({engine,model_name}), so
-    # each distinct label string is read once. The dicts are shared: treat them as read-only.
-    label_cache: dict[str, dict[str, str] | None] = {}
-    vllm_lines = 0
-    for line in text.split("\n"):
-        if not line.startswith(VLLM_PREFIX):
-            continue
-        vllm_lines += 1
-        brace = line.find("{")
-        name = line[:brace] if brace != -1 else line
-        if name in names:
-            # Wanted names hold no blanks, so this is the labelled form `name{...} value`.
-            close = line.rfind("}")
-            if close < brace:
+    return result
+
+
+class ExpositionBuilder:
+    """Reads exposition lines batch by batch, so a streamed page never has to be held whole.
+
+    At most `max_samples` samples are kept (a real page has a few hundred); past that the
+    page is marked `too_many_samples` and the rest of its lines are only counted.
+    """
+
+    def __init__(self, wanted: Iterable[str] | None = None, max_samples: int = MAX_SAMPLES):
+        self.names = WANTED_SAMPLE_NAMES if wanted is None else frozenset(wanted)
+        self.result = Exposition()
+        self.max_samples = max_samples
+        # Within one page most samples repeat the same label text ({engine,model_name}), so
+        # each distinct label string is read once. The dicts are shared: treat them as
+        # read-only.
+        self._label_cache: dict[str, dict[str, str] | None] = {}
+
+    def add_lines(self, lines: Iterable[str]) -> None:
+        names = self.names
+        result = self.result
+        samples = result.samples
+        append = samples.append
+        label_cache = self._label_cache
+        vllm_lines = 0
+        for line in lines:
+            if not line.startswith(VLLM_PREFIX):
+                continue
+            vllm_lines += 1
+            brace = line.find("{")
+            name = line[:brace] if brace != -1 else line
+            if name in names:
+                # Wanted names hold no blanks, so this is the labelled form `name{...} value`.
+                close = line.rfind("}")
+                if close < brace:
+                    result.skipped_lines += 1
+                    continue
+                label_text = line[brace + 1 : close]
+                labels = label_cache.get(label_text, _MISSING)
+                if labels is _MISSING:
+                    labels = _parse_labels(label_text)
+                    if len(label_cache) < self.max_samples:
+                        label_cache[label_text] = labels
+                rest = line[close + 1 :]
+            elif brace == -1 or " " in name or "\t" in name:
+                # Unlabelled form `name value` (a brace, if any, sits after the name).
+                blank = _first_blank(line)
+                if blank == -1 or line[:blank] not in names:
+                    continue
+                name = line[:blank]
+                labels = {}
+                rest = line[blank:]
+            else:
+                continue
+            value = _parse_value(rest)
+            if labels is None or value is None:
                 result.skipped_lines += 1
                 continue
-            label_text = line[brace + 1 : close]
-            labels = label_cache.get(label_text, _MISSING)
-            if labels is _MISSING:
-                labels = label_cache[label_text] = _parse_labels(label_text)
-            rest = line[close + 1 :]
-        elif brace == -1 or " " in name or "\t" in name:
-            # Unlabelled form `name value` (a brace, if any, sits after the name).
-            blank = _first_blank(line)
-            if blank == -1 or line[:blank] not in names:
+            if len(samples) >= self.max_samples:
+                result.too_many_samples = True
                 continue
-            name = line[:blank]
-            labels = {}
-            rest = line[blank:]
-        else:
-            continue
-        value = _parse_value(rest)
-        if labels is None or value is None:
-            result.skipped_lines += 1
-            continue
-        append(Sample(name, labels, value))
-    result.vllm_lines = vllm_lines
-    return result
+            append(Sample(name, labels, value))
+        result.vllm_lines += vllm_lines
 
 
 def looks_like_prometheus(text: str, probe_lines: int = 30) -> bool:
@@ -267,7 +300,8 @@ def label_float(labels: Mapping[str, str], key: str) -> float | None:
 
 
 def label_int(labels: Mapping[str, str], key: str) -> int | None:
+    """A whole-number label within 0..MAX_COUNT; None otherwise (1e308 blocks is no count)."""
     value = label_float(labels, key)
-    if value is None or value != int(value):
+    if value is None or not 0 <= value <= MAX_COUNT or value != int(value):
         return None
     return int(value)
