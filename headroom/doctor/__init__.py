@@ -60,7 +60,14 @@ def all_rules():
 def diagnose(inputs: DoctorInputs) -> Diagnosis:
     """Every rule over the inputs; never raises on missing or odd data (a rule that fails is
     reported as an info finding rather than hiding the others)."""
-    from headroom.doctor.steps import dedupe_actions, rank, resolve_conflicts, step_statuses
+    from headroom.doctor.steps import (
+        dedupe_actions,
+        drop_infeasible,
+        rank,
+        resolve_conflicts,
+        step_by_top_action,
+        step_statuses,
+    )
 
     ctx = Context(inputs)
     findings: list[Finding] = []
@@ -79,7 +86,10 @@ def diagnose(inputs: DoctorInputs) -> Diagnosis:
             )
     if any(f.severity == "error" and f.id != "engine-died" for f in findings):
         findings = [f for f in findings if f.id != "engine-died"]  # a symptom of the cause found
-    ranked = dedupe_actions(resolve_conflicts(rank(findings)))
+    # Every action is checked against the memory model before ranking; after conflicts and
+    # repeats are removed, each finding takes the step of its top action's knob.
+    checked = [drop_infeasible(f, ctx) for f in findings]
+    ranked = step_by_top_action(dedupe_actions(resolve_conflicts(rank(checked))))
     return Diagnosis(tuple(ranked), step_statuses(ranked, ctx), tuple(_lacking(ctx)))
 
 

@@ -46,10 +46,52 @@ class Action:
     # Knobs that must change in the same restart (lowering TP needs PP to take the GPUs);
     # each also appears as its own action in the same finding.
     also: tuple[tuple[str, object], ...] = ()
+    # The step this change belongs to when the knob alone does not say (TP is step 1 when
+    # memory sets it, step 2 when heads or links do); None = the knob's own step (knob_step).
+    step: int | None = None
 
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, not {self.direction!r}")
+        if self.step is not None and self.step not in STEP_NAMES:
+            raise ValueError(f"step must be 1-5 or None, not {self.step!r}")
+
+
+# Which step each knob belongs to (the table in README "The five steps"): step 4's budget and
+# batch knobs, step 5's KV dtype; quantized weights are step 1's (they lower the TP needed).
+KNOB_STEPS: Mapping[str, int] = {
+    "gpu_memory_utilization": 4,
+    "kv_cache_memory_bytes": 4,
+    "max_model_len": 4,
+    "max_num_seqs": 4,
+    "max_num_batched_tokens": 4,
+    "enforce_eager": 4,
+    "kv_cache_dtype": 5,
+    "quantization": 1,
+    "pipeline_parallel_size": 3,
+}
+
+
+def knob_step(action: Action) -> int | None:
+    """The step of the knob an action turns. TP: step 3 when it moves with PP (a layout across
+    nodes or stages), step 1 when raised (memory sets the lowest TP), step 2 when lowered or
+    set (heads and links set the highest); an action may name its step where the reason
+    differs (a raise to the next TP that divides the heads is step 2's)."""
+    if action.step is not None:
+        return action.step
+    if action.knob == "tensor_parallel_size":
+        if any(k == "pipeline_parallel_size" for k, _ in action.also):
+            return 3
+        return 1 if action.direction == "raise" else 2
+    return KNOB_STEPS.get(action.knob)
+
+
+def finding_step(finding: Finding) -> int | None:
+    """A finding belongs to the step of its top action's knob; an error no knob fixes is
+    "other" (None); a warning or note without an action keeps the step it describes."""
+    if finding.actions:
+        return knob_step(finding.actions[0])
+    return None if finding.severity == "error" else finding.step
 
 
 @dataclass(frozen=True)
@@ -120,6 +162,7 @@ def action_to_json(a: Action) -> dict[str, object]:
         "why": a.why,
         "cost": a.cost,
         "also": {k: _jsonable(v) for k, v in a.also},
+        "step": knob_step(a),
     }
 
 

@@ -67,9 +67,13 @@ def cuda_oom(ctx) -> list[Finding]:
     if nums.get("process_count", 0) > 1:
         evidence.append(f"{int(nums['process_count'])} processes hold memory on this GPU")
     acc = ctx.account
+    out: list[Finding] = []
+    weights_alone = _weights_do_not_fit(ctx)
+    if phase == "weights" or weights_alone:
+        out.append(_weights_finding(ctx, evidence, weights_alone))
     if nums.get("process_count", 0) > 1:
         acts = [A.lower_utilization(ctx, None, "another process's memory is on this GPU too")]
-        return [
+        out.append(
             Finding(
                 "cuda-oom-foreign-process",
                 None,
@@ -78,34 +82,9 @@ def cuda_oom(ctx) -> list[Finding]:
                 tuple(evidence),
                 _compact(acts),
             )
-        ]
-    if phase == "weights":
-        tp = A.lowest_fitting_tp(ctx)
-        if acc is not None:
-            evidence.append(
-                f"estimate: {acc.weights_gib:.2f} GiB of weights per GPU at TP {acc.tp} "
-                f"on {acc.gpu_usable_gib:.2f} GiB GPUs"
-            )
-        acts = [
-            A.raise_tp(ctx, tp, "the weights alone do not fit this many GPUs"),
-            Action(
-                "quantization",
-                "set",
-                None,
-                "a quantized checkpoint (FP8, AWQ, GPTQ) halves or quarters the weights",
-                "some quality loss; needs a quantized checkpoint or an FP8-capable GPU",
-            ),
-        ]
-        return [
-            Finding(
-                "cuda-oom-weights",
-                1,
-                "error",
-                "Out of GPU memory while loading the weights",
-                tuple(evidence),
-                _compact(acts),
-            )
-        ]
+        )
+    if out:
+        return out
     seqs = ctx.knobs.max_num_seqs or (acc.max_num_seqs if acc else 256)
     batched = ctx.knobs.max_num_batched_tokens or (acc.batched_tokens if acc else 2048)
     if phase == "sampler":
@@ -135,6 +114,105 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
         title = "Out of GPU memory at the activation peak"
     return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), _compact(acts))]
+
+
+def _weights_do_not_fit(ctx) -> str | None:
+    """The memory model's word that the weights alone do not fit these GPUs at this TP x PP:
+    then no other process, graph or batch setting is the root cause."""
+    acc = ctx.account
+    if acc is None:
+        return None
+    if acc.weights_gib >= acc.gpu_usable_gib * A.MAX_UTILIZATION:
+        return (
+            f"the weights alone are {acc.weights_gib:.2f} GiB per GPU at TP {acc.tp} x PP "
+            f"{acc.pp}, more than {A.MAX_UTILIZATION} x {acc.gpu_usable_gib:.2f} GiB"
+        )
+    return None
+
+
+def _oom_gpu(ctx):
+    """The GPU spec to search on: the described one, else one of the size the OOM message
+    names (the count is unknown, so a full node of 8 is assumed and said)."""
+    if ctx.gpu is not None:
+        return ctx.gpu, True
+    events = ctx.of("cuda_oom")
+    total = events[0].fields.get("total_gib") if events else None
+    if not total:
+        return None, False
+    from headroom.doctor.gpu_spec import parse_gpu_spec
+
+    return parse_gpu_spec(f"8xGPU:{float(total):.2f}"), False
+
+
+def _weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Finding:
+    """The weights do not fit: the lowest TP (x PP) that holds them and one request, searched
+    against the memory model; a quantized checkpoint after it, and never for a checkpoint
+    that already is quantized."""
+    from dataclasses import replace as _replace
+
+    from headroom.doctor.candidates import fix_actions, is_quantized
+
+    evidence = list(evidence)
+    acc = ctx.account
+    if weights_alone:
+        evidence.append(weights_alone)
+    elif acc is not None:
+        evidence.append(
+            f"estimate: {acc.weights_gib:.2f} GiB of weights per GPU at TP {acc.tp} "
+            f"on {acc.gpu_usable_gib:.2f} GiB GPUs"
+        )
+    why = "the weights alone do not fit this many GPUs"
+    allow = frozenset({"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
+                       "max_model_len", "quantization"})  # fmt: skip
+    gpu, known = _oom_gpu(ctx)
+    acts: list[Action] = []
+    if ctx.model is not None and gpu is not None:
+        view = _GpuView(ctx, gpu)
+        acts, checked = fix_actions(view, why, allow=allow, step=1)
+        evidence += checked
+        if acts and not known:
+            evidence.append(
+                f"the GPU count is not known: searched on up to 8 GPUs of {gpu.usable_gib:.2f} GiB "
+                "(the size the OOM message names)"
+            )
+            acts = [_replace(a, why=f"{a.why} (if the node has {a.value} GPUs)")
+                    if a.knob == "tensor_parallel_size" else a for a in acts]  # fmt: skip
+    if not acts:
+        # Nothing to search with: more GPUs (TP) first, a quantized checkpoint second.
+        acts = [Action("tensor_parallel_size", "raise", None, why + ": spread them over more",
+                       "more GPUs, and an all-reduce on every layer")]  # fmt: skip
+        if (
+            not is_quantized(ctx.model, ctx.knobs)
+            if ctx.model is not None
+            else not ctx.knobs.quantization
+        ):
+            acts.append(
+                Action(
+                    "quantization",
+                    "set",
+                    None,
+                    "a quantized checkpoint (FP8, AWQ, GPTQ) halves or quarters the weights",
+                    "some quality loss; needs a quantized checkpoint or an FP8-capable GPU",
+                )
+            )
+    return Finding(
+        "cuda-oom-weights",
+        1,
+        "error",
+        "Out of GPU memory while loading the weights",
+        tuple(evidence),
+        _compact(acts),
+    )
+
+
+class _GpuView:
+    """The context with another GPU spec (the OOM message's size when none was given)."""
+
+    def __init__(self, ctx, gpu) -> None:
+        self._ctx, self.gpu = ctx, gpu
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
 
 
 def free_memory_below_utilization(ctx) -> list[Finding]:

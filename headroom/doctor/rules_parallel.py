@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headroom.doctor import actions as A
+from headroom.doctor.candidates import fix_actions
 from headroom.doctor.findings import Action, Finding
 
 
@@ -18,20 +19,39 @@ def heads_not_divisible(ctx) -> list[Finding]:
     nums = (found["heads"], found["tp"]) if "heads" in found and "tp" in found else None
     tp = nums[1] if nums else ctx.knobs.tp
     evidence = [event.line.strip()]
-    value = _nearest_tp(ctx, tp, nums[0] if nums else None)
     if ctx.model is not None:
         evidence.append(
             f"{ctx.model.num_attention_heads} attention heads, {ctx.model.num_kv_heads} KV heads; "
             "TP must divide both, or be a multiple of the KV heads (vLLM then replicates them)"
         )
+    # With the model and the GPUs known, the TP is searched: it must divide the heads AND
+    # hold the weights and one request (TP 2 divides 52 heads, but the weights may need 4).
+    why = "the smallest TP that divides the heads and holds the weights and one request"
+    searched, checked = fix_actions(
+        ctx, why, allow=frozenset({"tensor_parallel_size", "pipeline_parallel_size",
+                                   "gpu_memory_utilization", "max_model_len"}), step=2,
+    )  # fmt: skip
+    if searched:
+        return [
+            Finding(
+                "tp-heads-not-divisible",
+                2,
+                "error",
+                f"Tensor parallel size {tp} does not divide the model's heads",
+                tuple(evidence + checked),
+                tuple(searched),
+            )
+        ]
+    value = _nearest_tp(ctx, tp, nums[0] if nums else None)
     direction = "set" if value is None else ("lower" if value < tp else "raise")
     acts = [
         Action(
             "tensor_parallel_size",
             direction,
             value,
-            "the nearest TP that divides the heads and fits in memory",
+            "the nearest TP that divides the heads",
             "a different number of GPUs" if value else "",
+            step=2,
         )
     ]
     return [
@@ -89,6 +109,7 @@ def world_size_too_large(ctx) -> list[Finding]:
                 value,
                 f"only {gpus} GPUs are visible on this node",
                 "fewer GPUs per replica; use --pipeline-parallel-size across nodes if it does not fit",
+                step=3,
             )
         )
     acts.append(

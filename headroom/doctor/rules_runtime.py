@@ -244,6 +244,7 @@ def pp_bubbles(ctx) -> list[Finding]:
                 1,
                 "no pipeline bubbles inside one node",
                 "TP's communication instead",
+                also=(("tensor_parallel_size", total),),
             ),
         ]
     return [

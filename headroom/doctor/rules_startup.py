@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headroom.doctor import actions as A
+from headroom.doctor.candidates import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.log_memory import available_kv_from_log
 from headroom.doctor.memory_model import GIB, fit_len, kv_bytes_per_token
@@ -262,15 +263,9 @@ def predicted_misfit(ctx) -> list[Finding]:
     per = kv_bytes_per_token(ctx.model, acc.tp, acc.pp, ctx.knobs.kv_cache_dtype)
     evidence = list(acc.arithmetic)
     if acc.kv_cache_gib <= 0:
-        tp = A.lowest_fitting_tp(ctx)
-        acts = [
-            A.raise_tp(ctx, tp, "the weights and activations fill the budget on this many GPUs"),
-            A.raise_kv_budget(
-                ctx,
-                -acc.kv_cache_gib + acc.max_model_len * per / GIB,
-                "a larger budget leaves room for a KV cache",
-            ),
-        ]
+        # Searched: the best configuration that passes every step, one knob at a time.
+        acts, checked = fix_actions(ctx, "the weights and activations fill the budget")
+        evidence += checked
         return [
             Finding(
                 "predicted-no-kv-memory",

@@ -8,6 +8,8 @@ PP across the slow hops. PP inside a node with fast links at low concurrency wan
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding
 
@@ -69,13 +71,14 @@ def tp_over_slow_links(ctx) -> list[Finding]:
                 f"keep TP on the fast links; {verdict.weakest_link} stages all-reduce through the CPU",
                 "each GPU holds more of the model: less KV cache per GPU",
                 also=(("pipeline_parallel_size", tp // smaller * ctx.knobs.pp),),
+                step=2,  # the links set it: step 2's interconnect bound
             )
         )
-        acts.append(
-            A.raise_pp(
-                ctx, tp // smaller * ctx.knobs.pp, "spread the layers over the same GPUs in stages"
-            )
+        more_pp = A.raise_pp(
+            ctx, tp // smaller * ctx.knobs.pp, "spread the layers over the same GPUs in stages"
         )
+        if more_pp is not None:  # PP takes the GPUs TP gives up: one change, not two
+            acts.append(replace(more_pp, also=(("tensor_parallel_size", smaller),)))
     severity = "warning"
     return [
         Finding(
@@ -129,6 +132,7 @@ def pp_at_low_concurrency(ctx) -> list[Finding]:
             1,
             "no bubbles, one hop per token",
             "none on fast links",
+            also=(("tensor_parallel_size", total),),
         ),
     )
     return [

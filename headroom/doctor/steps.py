@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from headroom.doctor.findings import STEP_NAMES, Finding, StepStatus
+from headroom.doctor.findings import STEP_NAMES, Finding, StepStatus, finding_step
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -19,6 +19,10 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 _ID_ORDER = (
     "unrecognized-arguments",
     "tp-heads-not-divisible",
+    # the weights alone not fitting outranks an OOM that also lists other processes: stopping
+    # them would not make the model fit
+    "cuda-oom-weights",
+    "predicted-no-kv-memory",
     "world-size-too-large",
     "pp-unsupported",
     "free-memory-below-utilization",
@@ -28,8 +32,6 @@ _ID_ORDER = (
     "shm-full",
     "nccl-error",
     "nccl-watchdog-timeout",
-    "cuda-oom-weights",
-    "predicted-no-kv-memory",
     "no-cache-memory",
     "cuda-oom",
     "max-seq-len-exceeds-kv",
@@ -144,22 +146,38 @@ def dedupe_actions(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-# A finding outside the five steps (step None) still fails the step of the knob it turns:
-# the table must not say "ok" beside an error about that knob.
-_KNOB_STEP = {
-    "gpu_memory_utilization": 4,
-    "max_model_len": 4,
-    "max_num_seqs": 4,
-    "max_num_batched_tokens": 4,
-    "kv_cache_memory_bytes": 4,
-    "kv_cache_dtype": 5,
-}
+def step_by_top_action(findings: list[Finding]) -> list[Finding]:
+    """A finding's step is the step of the knob its top action turns (after conflicts and
+    repeats are removed); a finding no knob fixes is "other" (None)."""
+    out = []
+    for f in findings:
+        step = finding_step(f)
+        out.append(f if step == f.step else replace(f, step=step))
+    return out
+
+
+def drop_infeasible(finding: Finding, ctx) -> Finding:
+    """Remove every action the memory model says breaks a step (a TP whose weights do not
+    fit, a utilization that leaves no KV cache, a TP beyond the node), and say why in the
+    evidence. Without the model and the GPUs nothing can be checked, so nothing is removed."""
+    from headroom.doctor.candidates import action_problems
+
+    if ctx.model is None or ctx.gpu is None or not finding.actions:
+        return finding
+    kept, notes = [], []
+    for a in finding.actions:
+        why = action_problems(ctx, a)
+        if why:
+            notes.append(f"not proposing {a.knob} {a.value}: {why}")
+        else:
+            kept.append(a)
+    if not notes:
+        return finding
+    return replace(finding, actions=tuple(kept), evidence=finding.evidence + tuple(notes))
 
 
 def _table_step(finding: Finding) -> int | None:
-    if finding.step is not None or finding.severity != "error":
-        return finding.step
-    return next((_KNOB_STEP[a.knob] for a in finding.actions if a.knob in _KNOB_STEP), None)
+    return finding.step
 
 
 def ctx_findings(ctx) -> list[Finding]:

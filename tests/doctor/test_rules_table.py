@@ -128,7 +128,7 @@ CASES = [
         "no memory for cache blocks (V0 message)",
         gpu_log("gpu-qwen2.5-0.5b-no-cache-blocks-v0.6.4.log"),
         finding="no-cache-memory",
-        step=1,
+        step=4,  # the top action raises gpu_memory_utilization: step 4's knob
         must=(("gpu_memory_utilization", "raise"),),
         never=(("gpu_memory_utilization", "lower"),),
     ),
@@ -136,7 +136,7 @@ CASES = [
         "zero GPU blocks (V0)",
         gpu_log("rtx3090-qwen-7b-zero-gpu-blocks-v0.4.log"),
         finding="no-cache-memory",
-        step=1,
+        step=4,  # the top action raises gpu_memory_utilization: step 4's knob
         never=(("gpu_memory_utilization", "lower"),),
     ),
     Case(
@@ -162,7 +162,7 @@ CASES = [
         "OOM with other processes on the GPU",
         gpu_log("gpu24gb-qwen2.5-vl-7b-awq-oom-other-processes-v0.log"),
         finding="cuda-oom-foreign-process",
-        step=None,
+        step=4,  # its knob is gpu_memory_utilization (lowered)
         must=(("gpu_memory_utilization", "lower"),),
         never=(("gpu_memory_utilization", "raise"),),
     ),

@@ -1,0 +1,471 @@
+"""Candidate configurations: the doctor's fixes are searched and checked, not guessed.
+
+A fix for one step must not break another. So a fix is a whole configuration (TP, PP,
+utilization or --kv-cache-memory-bytes, max_model_len, max_num_seqs, max_num_batched_tokens,
+kv_cache_dtype, enforce_eager, a quantized checkpoint when the model is not one already),
+kept only when it passes every step:
+  step 2: heads divide TP (vLLM's exact rule);
+  step 3: TP inside a node, TP x PP within the GPUs there are;
+  step 1 + 4: weights + activation + graphs + the wanted KV fit per GPU, by the memory model
+  for the vLLM release in use.
+Feasible candidates are ranked by the mitigation order (free knobs first, hardware last) and
+then by what each gives up; the best one becomes the finding's actions, one knob at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from headroom.doctor.memory_model import (
+    GIB,
+    Knobs,
+    MemoryAccount,
+    account,
+    heads_valid,
+    kv_bytes_per_token,
+)
+from headroom.doctor.versions import default_utilization, effective_version
+
+MAX_UTILIZATION = 0.95  # above it the CUDA context and graphs have no room left
+UTIL_MARGIN = 0.01  # of the GPU on top of a computed utilization (the estimate's error)
+
+# Mitigation order: the tier of each knob (lower = try first). Free knobs, then the batch
+# limits, then the context, the KV dtype (quality check), eager mode (speed), then hardware.
+TIER = {
+    "gpu_memory_utilization": 1,
+    "kv_cache_memory_bytes": 1,
+    "max_num_batched_tokens": 2,
+    "max_num_seqs": 2,
+    "max_model_len": 3,
+    "kv_cache_dtype": 4,
+    "enforce_eager": 5,
+    "tensor_parallel_size": 6,
+    "pipeline_parallel_size": 7,
+    "quantization": 8,
+}
+COST = {
+    "gpu_memory_utilization": "less slack for the CUDA context, graphs and other processes",
+    "kv_cache_memory_bytes": "less memory left for activations and CUDA graphs",
+    "max_num_batched_tokens": "long prompts prefill in more chunks: slower time to first token",
+    "max_num_seqs": "fewer requests run at once: lower throughput under load",
+    "max_model_len": "requests longer than this are rejected",
+    "kv_cache_dtype": "about half the KV bytes per token; check output quality",
+    "enforce_eager": "no CUDA graphs: slower decoding, most at small batch sizes",
+    "tensor_parallel_size": "more GPUs, and an all-reduce on every layer",
+    "pipeline_parallel_size": "more GPUs and a longer path per token: bubbles at low load",
+    "quantization": "a different (quantized) checkpoint: some quality loss",
+}
+_FIELD = {
+    "tensor_parallel_size": "tp",
+    "pipeline_parallel_size": "pp",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
+    "max_model_len": "max_model_len",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "enforce_eager": "enforce_eager",
+    "quantization": "quantization",
+}
+MEMORY_CODES = ("no-kv", "one-request", "wanted")
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str  # "heads" | "node" | "gpus" | "layers" | "no-kv" | "one-request" | "wanted"
+    text: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    knobs: Knobs
+    changes: tuple[tuple[str, object], ...]  # (engine-arg name, new value), mitigation order
+    account: MemoryAccount
+    rank: tuple
+
+    @property
+    def gpus(self) -> int:
+        return self.knobs.tp * self.knobs.pp
+
+
+def apply(knobs: Knobs, changes) -> Knobs:
+    """Knobs with engine-arg changes applied (names as in Action.knob); unknown names ignored."""
+    fields = {_FIELD[k]: v for k, v in dict(changes).items() if k in _FIELD}
+    return replace(knobs, **fields) if fields else knobs
+
+
+def is_quantized(model, knobs: Knobs) -> bool:
+    """A quantized checkpoint (quantization_config in config.json) or --quantization given."""
+    return bool(
+        knobs.quantization
+        or getattr(model, "quantization", None)
+        or getattr(model, "quantization_config", None)
+    )
+
+
+def problems(
+    model,
+    gpu,
+    knobs: Knobs,
+    version: str | None,
+    *,
+    per_node: int | None = None,
+    nodes: int = 1,
+    want_tokens: int | None = None,
+) -> tuple[tuple[Problem, ...], MemoryAccount]:
+    """What stops `knobs` from starting (or from holding `want_tokens`), step by step."""
+    out: list[Problem] = []
+    tp, pp = max(knobs.tp, 1), max(knobs.pp, 1)
+    if not heads_valid(model, tp):
+        out.append(
+            Problem(
+                "heads",
+                f"TP {tp} does not divide {model.num_attention_heads} heads / "
+                f"{model.num_kv_heads} KV heads",
+            )
+        )
+    per_node = per_node or (gpu.count if gpu is not None else None)
+    if per_node and tp > per_node:
+        out.append(Problem("node", f"TP {tp} is more than the {per_node} GPUs of one node"))
+    if per_node and tp * pp > per_node * max(nodes, 1):
+        out.append(Problem("gpus", f"TP {tp} x PP {pp} = {tp * pp} GPUs, {per_node * nodes} there"))
+    if pp > model.num_layers:
+        out.append(Problem("layers", f"PP {pp} is more than the {model.num_layers} layers"))
+    acc = account(model, gpu, knobs, version)
+    if acc.kv_cache_gib <= 0:
+        out.append(
+            Problem(
+                "no-kv",
+                f"weights {acc.weights_gib:.2f} + activation {acc.activation_gib:.2f} + "
+                f"overhead {acc.overhead_gib:.2f}"
+                + (f" + graphs {acc.cudagraph_gib:.2f}" if acc.cudagraph_in_budget else "")
+                + f" GiB fill the {acc.budget_gib:.2f} GiB budget per GPU at TP {tp} x PP {pp}",
+            )
+        )
+    elif acc.usable_tokens < acc.max_model_len:
+        out.append(
+            Problem(
+                "one-request",
+                f"KV {acc.kv_cache_gib:.2f} GiB = {acc.usable_tokens:,} usable tokens, less "
+                f"than one request of {acc.max_model_len:,}",
+            )
+        )
+    if want_tokens and acc.kv_cache_gib > 0 and acc.usable_tokens < want_tokens:
+        out.append(Problem("wanted", f"{acc.usable_tokens:,} KV tokens, {want_tokens:,} wanted"))
+    return tuple(out), acc
+
+
+def _needed_utilization(model, gpu, knobs: Knobs, version, tokens: int) -> float | None:
+    """The lowest utilization (+ margin, 2 decimals) that holds `tokens` KV tokens plus the
+    null block with these knobs; None when the GPU size makes it meaningless."""
+    usable = gpu.min_usable_gib
+    if usable <= 0:
+        return None
+    at_one = account(model, gpu, replace(knobs, gpu_memory_utilization=1.0), version)
+    fixed = usable - at_one.kv_cache_gib  # weights + activation + overhead (+ graphs)
+    per = kv_bytes_per_token(model, knobs.tp, knobs.pp, knobs.kv_cache_dtype)
+    block = max(knobs.block_size, 1)
+    kv_need = (-(-tokens // block) + 1) * block * per / GIB
+    return math.ceil(((fixed + kv_need) / usable + UTIL_MARGIN) * 100 - 1e-9) / 100
+
+
+def _fit_len_at(model, gpu, knobs: Knobs, version) -> int:
+    acc = account(model, gpu, knobs, version)
+    return acc.max_model_len_fit if acc.kv_cache_gib > 0 else 0
+
+
+def search(
+    model,
+    gpu,
+    base: Knobs,
+    version: str | None,
+    *,
+    per_node: int | None = None,
+    nodes: int = 1,
+    want_tokens: int | None = None,
+    allow: frozenset[str] | None = None,
+    min_len: int = 16,
+) -> list[Candidate]:
+    """Every candidate over the allowed knobs that passes every step, best first.
+
+    `want_tokens`: KV tokens the fix must hold (default one request of max_model_len).
+    `allow`: the knobs that may change (default all of TIER). max_model_len may be cut, to
+    no less than `min_len`, only when allowed; the utilization is raised to just what the
+    wanted tokens need (never above 0.95), or left alone."""
+    allow = frozenset(TIER) if allow is None else allow
+    per_node = per_node or gpu.count
+    ver = effective_version(version)
+    util0 = base.gpu_memory_utilization or default_utilization(ver)
+    max_len0 = base.max_model_len or model.max_position_embeddings or 4096
+    base = replace(base, max_model_len=max_len0)
+    tps = [base.tp]
+    if "tensor_parallel_size" in allow:
+        tps = [t for t in range(1, per_node + 1) if heads_valid(model, t)] or [base.tp]
+    pps = [base.pp]
+    if "pipeline_parallel_size" in allow:
+        limit = min(per_node * max(nodes, 1), model.num_layers)
+        pps = list(range(1, limit + 1))
+    kv_dtypes = [base.kv_cache_dtype]
+    if "kv_cache_dtype" in allow and not str(base.kv_cache_dtype).startswith(("fp8", "int8")):
+        kv_dtypes.append("fp8")
+    quants = [base.quantization]
+    if "quantization" in allow and not is_quantized(model, base):
+        quants.append("fp8")
+    eagers = [base.enforce_eager]
+    if "enforce_eager" in allow and not base.enforce_eager:
+        eagers.append(True)
+    batches: list[int | None] = [base.max_num_batched_tokens]
+    if "max_num_batched_tokens" in allow:
+        current = account(model, gpu, base, version).batched_tokens
+        if current > 512:
+            batches.append(max(current // 2 // 256 * 256, 256))
+    found: list[Candidate] = []
+    for tp in tps:
+        for pp in pps:
+            if tp * pp > per_node * max(nodes, 1) or (
+                pp > 1
+                and tp * pp <= per_node
+                and "tensor_parallel_size" in allow
+                and heads_valid(model, tp * pp)
+            ):
+                continue  # PP inside one node only where TP cannot take the GPUs instead
+            for kv in kv_dtypes:
+                for quant in quants:
+                    for eager in eagers:
+                        for batched in batches:
+                            knobs = replace(base, tp=tp, pp=pp, kv_cache_dtype=kv,
+                                            quantization=quant, enforce_eager=eager,
+                                            max_num_batched_tokens=batched)  # fmt: skip
+                            found.extend(
+                                _with_budget(
+                                    model,
+                                    gpu,
+                                    knobs,
+                                    base,
+                                    version,
+                                    util0,
+                                    per_node,
+                                    nodes,
+                                    want_tokens,
+                                    allow,
+                                    min_len,
+                                )  # fmt: skip
+                            )
+    found.sort(key=lambda c: c.rank)
+    return found
+
+
+def _with_budget(model, gpu, knobs, base, version, util0, per_node, nodes, want, allow, min_len):
+    """The candidates of one layout: as is, with the utilization raised to what is needed,
+    and (when allowed) with max_model_len cut to what fits, at the current and at 0.95."""
+    out = []
+    tokens = max(want or 0, knobs.max_model_len)
+    options: list[Knobs] = [knobs]
+    if knobs.kv_cache_memory_bytes:
+        if "kv_cache_memory_bytes" in allow:
+            per = kv_bytes_per_token(model, knobs.tp, knobs.pp, knobs.kv_cache_dtype)
+            block = max(knobs.block_size, 1)
+            need = int((-(-tokens // block) + 1) * block * per * 1.05)
+            need = -(-need // 2**20) * 2**20
+            if need > knobs.kv_cache_memory_bytes:
+                options.append(replace(knobs, kv_cache_memory_bytes=need))
+    elif "gpu_memory_utilization" in allow:
+        util = _needed_utilization(model, gpu, knobs, version, tokens)
+        if util is not None and util0 < util <= MAX_UTILIZATION:
+            options.append(replace(knobs, gpu_memory_utilization=util))
+        elif util is not None and util > MAX_UTILIZATION and util0 < MAX_UTILIZATION:
+            options.append(replace(knobs, gpu_memory_utilization=MAX_UTILIZATION))
+    if "max_model_len" in allow and not want:
+        for k in list(options):
+            fit = _fit_len_at(model, gpu, k, version)
+            length = fit // 16 * 16
+            if min_len <= length < k.max_model_len:
+                options.append(replace(k, max_model_len=length))
+    for k in options:
+        found, acc = problems(
+            model, gpu, k, version, per_node=per_node, nodes=nodes, want_tokens=want
+        )
+        if found:
+            continue
+        changes = _changes(base, k, util0)
+        out.append(Candidate(k, changes, acc, _rank(changes, k, base, acc)))
+    return out
+
+
+def _changes(base: Knobs, k: Knobs, util0: float) -> tuple[tuple[str, object], ...]:
+    out: list[tuple[str, object]] = []
+    for name, field in _FIELD.items():
+        before, after = getattr(base, field), getattr(k, field)
+        if name == "gpu_memory_utilization":
+            before = before or util0
+            after = after or util0
+        if after != before:
+            out.append((name, after))
+    out.sort(key=lambda kv: TIER[kv[0]])
+    return tuple(out)
+
+
+def _rank(changes, k: Knobs, base: Knobs, acc: MemoryAccount) -> tuple:
+    """The mitigation order: the costly changes a candidate needs, most costly first and
+    compared tier by tier (hardware last); the free KV budget knob is not counted there, so a
+    candidate that raises it to keep more context beats one that only cuts the context. Then
+    the context kept (longer first), the number of changes, the GPUs nearest to the ones in
+    use, the fewest GPUs, the KV room."""
+    tiers = sorted((TIER[name] for name, _ in changes if TIER[name] > 1), reverse=True)
+    return (
+        tiers,
+        -(k.max_model_len or 0),
+        len(changes),
+        abs(k.tp * k.pp - base.tp * base.pp),  # nearest to the GPUs the user chose
+        k.tp * k.pp,
+        -acc.kv_capacity_tokens,
+    )
+
+
+def describe_change(name: str, before, after) -> str:
+    return f"{name} {before} -> {after}"
+
+
+def best_fix(model, gpu, base: Knobs, version, **kwargs) -> Candidate | None:
+    found = search(model, gpu, base, version, **kwargs)
+    return found[0] if found else None
+
+
+def what_would_fit(
+    model, gpu, base: Knobs, version, *, want_tokens: int | None = None
+) -> list[str]:
+    """When nothing fits the GPUs at hand: the smallest changes that would, in words (more
+    GPUs of the kind, a quantized checkpoint, an fp8 KV cache), each checked by the model."""
+    out: list[str] = []
+    quantized = is_quantized(model, base)
+    for count in (2, 4, 8, 16):
+        if count <= gpu.count:
+            continue
+        bigger = replace(gpu, count=count, groups=())
+        fix = best_fix(model, bigger, base, version, want_tokens=want_tokens,
+                       allow=frozenset({"tensor_parallel_size", "gpu_memory_utilization"}))  # fmt: skip
+        if fix is not None:
+            out.append(f"{count} GPUs of this kind: TP {fix.knobs.tp} holds it")
+            break
+    for name, extra in (("an fp8 KV cache", {"kv_cache_dtype"}),
+                        ("a quantized (FP8) checkpoint", {"quantization"})):  # fmt: skip
+        if name.startswith("a quantized") and quantized:
+            continue
+        allow = frozenset({"tensor_parallel_size", "gpu_memory_utilization", *extra})
+        fix = best_fix(model, gpu, base, version, want_tokens=want_tokens, allow=allow)
+        if fix is not None:
+            out.append(f"{name} at TP {fix.knobs.tp} on these GPUs")
+    return out
+
+
+_HARDWARE = ("tensor_parallel_size", "pipeline_parallel_size", "quantization")
+
+
+def action_problems(ctx, action) -> str | None:
+    """Why applying `action` (with its coupled knobs) to the running configuration fails a
+    step the configuration passed before, or (for TP, PP and quantized weights: hardware
+    changes) still leaves no room for the KV cache; None when the memory model allows it.
+    Advice without a value is not checked; quantization is never offered to a checkpoint
+    that already is quantized."""
+    if action.knob == "quantization" and is_quantized(ctx.model, ctx.knobs):
+        return "the checkpoint is already quantized"
+    if action.value is None or action.knob not in _FIELD:
+        return None
+    changes = {action.knob: action.value, **dict(action.also)}
+    try:
+        after_knobs = apply(ctx.knobs, changes)
+        before, _ = problems(ctx.model, ctx.gpu, ctx.knobs, ctx.version, nodes=ctx.nodes)
+        after, _ = problems(ctx.model, ctx.gpu, after_knobs, ctx.version, nodes=ctx.nodes)
+    except (ArithmeticError, TypeError, ValueError):
+        return None
+    had = {p.code for p in before}
+    # Layout problems (heads, node, GPUs, layers) must not appear; memory may only get
+    # better (no KV at all > one request does not fit > the wanted tokens do not fit): a
+    # step-4 change that goes part of the way is one knob of a fix, not a break.
+    new = [p for p in after if p.code not in had and p.code not in MEMORY_CODES]
+    worse = _memory_level(after) > _memory_level(before)
+    if worse or (action.knob in _HARDWARE and _memory_level(after) >= 3):
+        new += [p for p in after if p.code in MEMORY_CODES]
+    return "; ".join(p.text for p in new) or None
+
+
+def _memory_level(found) -> int:
+    levels = {"no-kv": 3, "one-request": 2, "wanted": 1}
+    return max((levels.get(p.code, 0) for p in found), default=0)
+
+
+def _direction(before, after) -> str:
+    if isinstance(after, bool) or isinstance(after, str) or before is None:
+        return "set"
+    try:
+        return "raise" if after > before else "lower"
+    except TypeError:
+        return "set"
+
+
+def _current(ctx_knobs: Knobs, name: str, util0: float):
+    value = getattr(ctx_knobs, _FIELD[name])
+    return util0 if name == "gpu_memory_utilization" and value is None else value
+
+
+def summary(acc: MemoryAccount, wanted: int | None = None) -> str:
+    """One line of arithmetic for a checked configuration."""
+    graphs = f" + graphs {acc.cudagraph_gib:.2f}" if acc.cudagraph_in_budget else ""
+    need = wanted or acc.max_model_len
+    return (
+        f"checked (vLLM {acc.version} rules): TP {acc.tp} x PP {acc.pp}, budget "
+        f"{acc.budget_gib:.2f} GiB per GPU - weights {acc.weights_gib:.2f} - activation "
+        f"{acc.activation_gib:.2f} - overhead {acc.overhead_gib:.2f}{graphs} = KV "
+        f"{acc.kv_cache_gib:.2f} GiB = {acc.usable_tokens:,} usable tokens >= {need:,}"
+    )
+
+
+def fix_actions(ctx, why: str, *, want_tokens: int | None = None, allow=None, step=None):
+    """(actions, evidence) for the best feasible candidate: one action per knob it changes,
+    in the mitigation order, each carrying the knobs it cannot go without (`also`); or, when
+    nothing fits these GPUs, advice naming what would. ([], []) without model and GPUs."""
+    from headroom.doctor.findings import Action
+
+    model, gpu = ctx.model, ctx.gpu
+    if model is None or gpu is None:
+        return [], []
+    base = ctx.knobs
+    best = best_fix(model, gpu, base, ctx.version, nodes=ctx.nodes, want_tokens=want_tokens,
+                    allow=allow)  # fmt: skip
+    if best is None:
+        options = what_would_fit(model, gpu, base, ctx.version, want_tokens=want_tokens)
+        evidence = [f"no configuration of these {gpu.count} GPU(s) passes every step"]
+        actions = []
+        if options:
+            evidence.append("would fit: " + "; ".join(options))
+        for line in options:
+            knob = ("tensor_parallel_size" if "GPUs of this kind" in line else
+                    "kv_cache_dtype" if "fp8 KV" in line else "quantization")  # fmt: skip
+            direction = "raise" if knob == "tensor_parallel_size" else "set"
+            actions.append(Action(knob, direction, None, f"{why}: {line}", COST[knob]))
+        return actions, evidence
+    if not best.changes:
+        return [], []
+    util0 = ctx.utilization
+    actions = []
+    # The decisive change first (the costliest: without it nothing else helps), the cheaper
+    # companions after it; each names what it cannot go without.
+    for name, value in sorted(best.changes, key=lambda c: -TIER[c[0]]):
+        others = tuple((k, v) for k, v in best.changes if k != name)
+        alone, _ = problems(model, gpu, apply(base, {name: value}), ctx.version, nodes=ctx.nodes,
+                            want_tokens=want_tokens)  # fmt: skip
+        also = others if alone else ()
+        before = _current(base, name, util0)
+        actions.append(
+            Action(
+                name,
+                _direction(before, value),
+                value,
+                why,
+                COST[name],
+                also=also,
+                step=step if name == "tensor_parallel_size" else None,
+            )  # fmt: skip
+        )
+    return actions, [summary(best.account, want_tokens)]
