@@ -62,8 +62,14 @@ def _get(record: object, name: str):
 
 
 def _num(value: object) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok and value == value and abs(value) != float("inf") else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if number == number and abs(number) != float("inf") else None
+
+
+def _mapping(value: object) -> Mapping:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _int(value: object) -> int | None:
@@ -89,9 +95,18 @@ def _parse(flags: Sequence[str] | None, command: Sequence[str] | None):
         tp = cmd.get("tensor_parallel_size", 1)
         pp = cmd.get("pipeline_parallel_size", 1)
         args = {k: v for k, v in cmd.engine_args().items() if k not in _NOISE}
-        return (int(tp) if tp is not None else 1), (int(pp) if pp is not None else 1), args
+        return _whole(tp), _whole(pp), args
     except (ValueError, TypeError, ImportError):
         return None, None, {}
+
+
+def _whole(value: object) -> int:
+    """A parallel size from the command line (absent = 1); TypeError when it is not a number."""
+    if value is None:
+        return 1
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"not a size: {value!r}")
 
 
 def _configuration(tp: int | None, pp: int | None, label: str | None) -> str:
@@ -171,13 +186,11 @@ def _run_notes(record: object) -> list[str]:
 
 
 def _draft(record: object) -> dict:
-    bench = _get(record, "bench")
-    bench = bench if isinstance(bench, Mapping) else {}
+    bench = _mapping(_get(record, "bench"))
     steps = [s for s in bench.get("steps") or () if isinstance(s, Mapping)]
-    workload = bench.get("workload") if isinstance(bench.get("workload"), Mapping) else {}
-    knee = bench.get("knee") if isinstance(bench.get("knee"), Mapping) else {}
-    summary = _get(record, "summary")
-    summary = summary if isinstance(summary, Mapping) else {}
+    workload = _mapping(bench.get("workload"))
+    knee = _mapping(bench.get("knee"))
+    summary = _mapping(_get(record, "summary"))
     tp, pp, args = _parse(_get(record, "flags"), _get(record, "command"))
     env = _get(record, "env")
     if isinstance(env, Mapping):
@@ -185,10 +198,8 @@ def _draft(record: object) -> dict:
     gpus = _get(record, "gpus")
     notes = []
     if steps:
-        thr = [_num(s.get("output_tokens_per_s")) for s in steps]
-        thr = [t for t in thr if t is not None]
-        mems = [_int(s.get("gpu_memory_peak_bytes")) for s in steps]
-        mems = [m for m in mems if m is not None]
+        thr = [t for t in (_num(s.get("output_tokens_per_s")) for s in steps) if t is not None]
+        mems = [m for m in (_int(s.get("gpu_memory_peak_bytes")) for s in steps) if m is not None]
         op = _operating_step(steps, knee) or {}
         c1 = next((s for s in steps if s.get("concurrency") == 1), None)
         figures = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TypedDict
 
 
 @dataclass
@@ -167,7 +168,18 @@ def _max(values: Iterable[float | None]) -> float | None:
     return max(present) if present else None
 
 
-def _server_figures(samples: Sequence[ServerSample]) -> dict[str, object]:
+class _ServerFigures(TypedDict):
+    """What the server said during a step; the keys are StepResult's field names."""
+
+    kv_usage_peak: float | None
+    preemptions: float | None
+    waiting_peak: float | None
+    gpu_memory_peak_bytes: int | None
+    gpu_util_mean: float | None
+    gpu_util_peak: float | None
+
+
+def _server_figures(samples: Sequence[ServerSample]) -> _ServerFigures:
     preempt = [s.preemptions_total for s in samples if s.preemptions_total is not None]
     utils = [s.gpu_util for s in samples if s.gpu_util is not None]
     mem_peak = _max(s.gpu_memory_used_bytes for s in samples)

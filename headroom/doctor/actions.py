@@ -72,11 +72,11 @@ def raise_kv_budget(
         else:
             target = current * 1.2
         mib = 2**20
-        new = int(math.ceil(target / mib) * mib)
+        new_bytes = int(math.ceil(target / mib) * mib)
         cost = "less memory left for activations and CUDA graphs; OOM risk if set too high"
         if _cpu_backend(ctx):
             cost = "on the CPU backend the KV cache is RAM: keep it within the node's free RAM"
-        return Action("kv_cache_memory_bytes", "raise", new, why, cost)
+        return Action("kv_cache_memory_bytes", "raise", new_bytes, why, cost)
     util = ctx.utilization
     total = getattr(ctx, "gpu_total", None)
     if total is None and ctx.gpu is not None:

@@ -89,13 +89,13 @@ def parse_gpu_spec(text: str) -> GpuSpec:
                     True,
                 )
             )
-        elif model is not None:
+        elif model is not None and mem is not None:
             # A variant of a known card with other memory (4xA100:40): scale the CUDA total.
             usable = round(mem * model.usable_gib / model.memory_gib, 2)
             groups.append(
                 (count, model.name, mem, usable, model.has_nvlink, model.bandwidth_gbps, True)
             )
-        else:
+        elif mem is not None:  # (an unknown name without memory was refused above)
             groups.append((count, name, mem, round(mem * 0.984, 2), False, None, False))
     first = groups[0]
     tightest = min(groups, key=lambda g: g[3])

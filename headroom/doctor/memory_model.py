@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from headroom.doctor import versions as V
 from headroom.doctor.gpu_spec import GpuSpec
@@ -330,7 +331,7 @@ def with_log_facts(acc: MemoryAccount, facts) -> MemoryAccount:
     """Real numbers win: a StartupFacts' weights, KV memory and KV tokens replace estimates."""
     if facts is None:
         return acc
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}  # MemoryAccount field -> value (float or int by field)
     used: list[str] = []
     lines = list(acc.arithmetic)
     weights = getattr(facts, "weights_gib", None)

@@ -8,6 +8,8 @@ utilization at start-up means others hold memory: lower the utilization to what 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding
 from headroom.probes.vllm_log import LogEvent
@@ -15,6 +17,11 @@ from headroom.probes.vllm_log import LogEvent
 
 def _compact(actions) -> tuple[Action, ...]:
     return tuple(a for a in actions if a is not None)
+
+
+def _number(fields: Mapping[str, object], key: str) -> float | None:
+    value = fields.get(key)
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _oom_phase(ctx, event: LogEvent) -> str:
@@ -32,12 +39,12 @@ def _oom_phase(ctx, event: LogEvent) -> str:
         return "kv-alloc"
     if "sampler" in around or "warming up sampler" in around:
         return "sampler"
-    if "captur" in around or nums.get("graph_pools_gib", 0) > 1.0:
+    if "captur" in around or (_number(nums, "graph_pools_gib") or 0.0) > 1.0:
         return "graphs"
     if any(e.kind in ("startup_complete", "stats") for e in before):
         return "runtime"
     if not any(e.kind in ("weights_loaded",) for e in before):
-        total, process = nums.get("total_gib"), nums.get("largest_process_gib")
+        total, process = _number(nums, "total_gib"), _number(nums, "largest_process_gib")
         if (
             total
             and process

@@ -61,7 +61,7 @@ def tp_over_slow_links(ctx) -> list[Finding]:
         *verdict.reasons,
     ]
     smaller = _smaller_tp(ctx, tp)
-    acts = []
+    acts: list[Action | None] = []  # None: a knob already at its limit; _compact drops it
     if smaller:
         acts.append(
             Action(

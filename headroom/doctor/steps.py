@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from headroom.doctor.findings import STEP_NAMES, Finding, StepStatus, finding_step
+from headroom.doctor.findings import STEP_NAMES, Action, Finding, StepStatus, finding_step
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -86,7 +86,7 @@ def resolve_conflicts(findings: list[Finding]) -> list[Finding]:
                     and prior[1] != a.value
                 )
             )
-            if conflict:
+            if conflict and prior is not None:
                 dropped.append(
                     f"not proposing to {a.direction} {a.knob}: {prior[2]} wants it {prior[0]}d"
                 )
@@ -112,7 +112,7 @@ def dedupe_actions(findings: list[Finding]) -> list[Finding]:
     """A knob change appears once per finding, and once in the ranked list: a lower-ranked
     finding does not repeat a change a higher-ranked one already offers (its evidence says
     where the change is)."""
-    shown: list[tuple[object, str]] = []  # (action, finding id), in ranked order
+    shown: list[tuple[Action, str]] = []  # (action, finding id), in ranked order
     out = []
     for f in findings:
         kept: list = []

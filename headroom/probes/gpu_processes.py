@@ -16,24 +16,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import psutil
 
-if TYPE_CHECKING:
-    from headroom.probes.nvml import GpuSnapshot
+from headroom.probes.nvml_types import GpuProcess, GpuSnapshot
 
-
-@dataclass(frozen=True)
-class GpuProcess:
-    """One compute process on a GPU, named where the OS lets us see it."""
-
-    pid: int
-    used_memory_bytes: int | None
-    name: str | None
-    cmdline: str | None
-    vllm_role: str | None  # "EngineCore", "Worker_TP0", "api_server", ... ; None = not vLLM
-    is_vllm: bool
+# GpuProcess lives with the other snapshot types (nvml_types) and is re-exported here.
+__all__ = [
+    "GpuProcess",
+    "ForeignUse",
+    "vllm_role",
+    "psutil_lookup",
+    "describe_process",
+    "foreign_memory",
+    "visible_gpus",
+    "ordering_caveat",
+]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from headroom.probes.metrics_window import (
     histogram_from_parts,
     latency_from,
     merge_histograms,
+    sum_if_all_known,
 )
 
 Key = tuple[str | None, str | None]  # (model_name, engine)
@@ -55,8 +56,9 @@ _HYBRID_MARKERS = ("mamba_block_size", "mamba_page_size_padded", "sliding_window
 class RawSeries:
     """Cumulative values of one (model_name, engine) series at one scrape."""
 
-    gauges: dict[str, float] = field(default_factory=dict)
-    counters: dict[str, float] = field(default_factory=dict)
+    # None: the page gave an implausible value (see collect), which then counts as unknown.
+    gauges: dict[str, float | None] = field(default_factory=dict)
+    counters: dict[str, float | None] = field(default_factory=dict)
     histograms: dict[str, HistogramState] = field(default_factory=dict)
 
 
@@ -97,7 +99,9 @@ def collect(exposition: Exposition) -> RawScrape:
 
 def tracker_inputs(
     scrape: RawScrape,
-) -> tuple[dict[Hashable, float], dict[Hashable, HistogramState]]:
+) -> tuple[dict[Hashable, float | None], dict[Hashable, HistogramState]]:
+    counters: dict[Hashable, float | None]
+    histograms: dict[Hashable, HistogramState]
     counters = {(f, *key): v for key, s in scrape.series.items() for f, v in s.counters.items()}
     histograms = {(f, *key): h for key, s in scrape.series.items() for f, h in s.histograms.items()}
     return counters, histograms
@@ -129,10 +133,11 @@ def build_rows(
         engines.extend(rows)
         model_labels = [_cache_labels(scrape, k[1]) for k in model_keys]
         per_engine = [r.kv_capacity_tokens for r in rows]
-        if all(c is not None for c in per_engine) and any(
+        engines_total = sum_if_all_known(per_engine)
+        if engines_total is not None and any(
             _positive(lab, "kv_cache_size_tokens") is not None for lab in model_labels
         ):
-            capacity = sum(per_engine)  # each DP engine has its own cache of that size
+            capacity = _whole(engines_total)  # each DP engine has its own cache of that size
         else:
             # num_gpu_blocks is already summed over DP engines: take it once.
             capacity = _blocks_capacity(model_labels[0]) if model_labels else None
@@ -148,8 +153,8 @@ def build_rows(
         keys,
         models[0].model_name if len(models) == 1 else None,
         None,
-        sum(model_caps) if models and all(c is not None for c in model_caps) else None,  # type: ignore[misc]
-        sum(model_blocks) if models and all(b is not None for b in model_blocks) else None,  # type: ignore[misc]
+        _whole(sum_if_all_known(model_caps)) if models else None,
+        _whole(sum_if_all_known(model_blocks)) if models else None,
         models,
     )
     return total, tuple(engines), tuple(models)
@@ -221,9 +226,10 @@ def _usage(
         return parts[0].kv_cache_usage
     usages = [p.kv_cache_usage for p in parts]
     weights = [p.kv_capacity_tokens for p in parts]
-    if all(u is not None for u in usages) and all(w for w in weights):
-        weighted = sum(u * w for u, w in zip(usages, weights, strict=True))  # type: ignore[operator]
-        return _clean(weighted / sum(weights))  # type: ignore[arg-type]
+    pairs = [(u, w) for u, w in zip(usages, weights, strict=True) if u is not None and w]
+    if len(pairs) == len(parts):
+        weighted = sum(u * w for u, w in pairs)
+        return _clean(weighted / sum(w for _, w in pairs))
     return _clean(_mean(usages))
 
 
@@ -337,6 +343,10 @@ def _fraction(value: float | None, slack: float = 0.01) -> float | None:
     if value is None or not -slack <= value <= 1.0 + slack:
         return None
     return min(1.0, max(0.0, value))
+
+
+def _whole(value: float | None) -> int | None:
+    return int(value) if value is not None else None
 
 
 def _clean(value: float | None) -> float | None:

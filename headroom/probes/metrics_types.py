@@ -6,6 +6,7 @@ They live apart from the probe so metrics_build can construct them without an im
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from headroom.probes.metrics_window import Latency
 
@@ -50,7 +51,9 @@ class EngineMetrics:
     @classmethod
     def empty(cls, model_name: str | None = None, engine: str | None = None) -> EngineMetrics:
         """All values unknown (server down, metrics off...)."""
-        values = {f.name: None for f in fields(cls) if f.name not in _LATENCY_FIELDS}
+        values: dict[str, Any] = {  # the fields' own types differ: None or Latency
+            f.name: None for f in fields(cls) if f.name not in _LATENCY_FIELDS
+        }
         values.update(model_name=model_name, engine=engine)
         values.update({name: Latency.empty() for name in _LATENCY_FIELDS})
         return cls(**values)

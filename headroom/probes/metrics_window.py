@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 INF = math.inf
@@ -69,6 +69,12 @@ def histogram_from_parts(
     return HistogramState(bounds, counts, total_sum, total_count)
 
 
+def sum_if_all_known(values: Sequence[float | None]) -> float | None:
+    """The sum, or None when any value is unknown (a partial sum would read as a real one)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if len(known) == len(values) else None
+
+
 def counter_increment(previous: float, current: float) -> float:
     """Increase of a counter between two scrapes; a drop means a restart from zero."""
     return current if current < previous else current - previous
@@ -111,8 +117,8 @@ def merge_histograms(states: Iterable[HistogramState | None]) -> HistogramState 
     return HistogramState(
         bounds,
         tuple(counts),
-        sum(sums) if all(v is not None for v in sums) else None,  # type: ignore[misc]
-        sum(total_counts) if all(v is not None for v in total_counts) else None,  # type: ignore[misc]
+        sum_if_all_known(sums),
+        sum_if_all_known(total_counts),
     )
 
 
@@ -181,7 +187,7 @@ class WindowTracker:
     def update(
         self,
         now: float,
-        counters: Mapping[Hashable, float],
+        counters: Mapping[Hashable, float | None],  # None (unknown) is skipped like NaN
         histograms: Mapping[Hashable, HistogramState],
     ) -> None:
         previous_time = self._last_time
@@ -189,7 +195,7 @@ class WindowTracker:
             return  # clock did not move: nothing to learn, and no division by zero
         counter_steps: dict[Hashable, float] = {}
         for key, value in counters.items():
-            if not _finite(value):
+            if value is None or not _finite(value):
                 continue
             before = self._last_counters.get(key)
             if before is not None:
@@ -204,7 +210,7 @@ class WindowTracker:
         if previous_time is not None:
             elapsed = now - previous_time
             self._rates = {key: step / elapsed for key, step in counter_steps.items()}
-        self._last_counters = {k: v for k, v in counters.items() if _finite(v)}
+        self._last_counters = {k: v for k, v in counters.items() if v is not None and _finite(v)}
         self._last_histograms = dict(histograms)
         self._last_time = now
         self._history.append((now, counter_steps, histogram_steps))

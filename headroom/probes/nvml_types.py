@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from headroom.probes.gpu_processes import GpuProcess
-
 # nvmlClocksEventReason* bits (pynvml.py 13.615.71); names are Headroom's stable strings.
 THROTTLE_REASON_BITS: dict[int, str] = {
     0x1: "gpu_idle",
@@ -24,6 +22,18 @@ THROTTLE_REASON_BITS: dict[int, str] = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """One compute process on a GPU, named where the OS lets us see it."""
+
+    pid: int
+    used_memory_bytes: int | None
+    name: str | None
+    cmdline: str | None
+    vllm_role: str | None  # "EngineCore", "Worker_TP0", "api_server", ... ; None = not vLLM
+    is_vllm: bool
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,17 @@ import asyncio
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from headroom.probes.nvml_calls import load_nvml_module
+from headroom.probes.topology_from_nvml import matrix_from_nvml
 from headroom.probes.topology_text import LogicalRow, split_sections
+from headroom.probes.topology_types import TopologyMatrix, unreadable
 from headroom.probes.topology_verdict import TpVerdict, tp_verdicts, verdict_to_json
 
 __all__ = [
     "TopologyMatrix",
+    "unreadable",
     "TpVerdict",
     "tp_verdicts",
     "verdict_to_json",
@@ -45,27 +47,6 @@ _AFFINITY_LABELS = (
 )
 _DEVICE_PIECE = re.compile(r"GPU\d+|NIC\d+")
 _GPU = re.compile(r"GPU\d+")
-
-
-@dataclass(frozen=True)
-class TopologyMatrix:
-    """The GPU x GPU link matrix, GPU x NIC links, affinities, and how far to trust them."""
-
-    gpus: tuple[str, ...]
-    links: tuple[tuple[str, ...], ...]
-    nics: tuple[str, ...]
-    gpu_nic_links: tuple[tuple[str, ...], ...]
-    cpu_affinity: tuple[str | None, ...]
-    numa_affinity: tuple[str | None, ...]
-    nic_names: Mapping[str, str]
-    confidence: str  # "high" | "low" | "unreadable"
-    problems: tuple[str, ...]
-    source: str  # "nvidia-smi" | "nvml" | "file"
-    kind: str = field(default="topo-m")  # "topo-m" | "p2p" (a `topo -p2p` status matrix)
-
-
-def unreadable(problem: str, source: str = "file") -> TopologyMatrix:
-    return TopologyMatrix((), (), (), (), (), (), {}, "unreadable", (problem,), source)
 
 
 def split_codes(token: str) -> tuple[list[str], str]:
@@ -173,12 +154,12 @@ def _parse(text: str, source: str) -> TopologyMatrix:
     numa: list[str | None] = []
     parsed: dict[str, list[str]] = {}
     for name in devices:
-        row = rows.get(name)
-        if row is None:
+        device_row = rows.get(name)
+        if device_row is None:
             continue
-        cells, rest = _row_cells(row.tokens, len(devices))
-        if len(row.tokens) < len(cells) + len(rest) or any(
-            len(split_codes(t)[0]) > 1 for t in row.tokens
+        cells, rest = _row_cells(device_row.tokens, len(devices))
+        if len(device_row.tokens) < len(cells) + len(rest) or any(
+            len(split_codes(t)[0]) > 1 for t in device_row.tokens
         ):
             notes.append(f"row {name} had merged cells (a lost tab); split them")
         if len(cells) < len(devices):
@@ -323,13 +304,9 @@ async def read_topology(nvml: Any = None) -> TopologyMatrix:
     With the simulator's NVML stand-in (HEADROOM_NVML_STANDIN) its `nvidia_smi_topo_m()`
     text is used, so demos show a real-looking matrix on GPU-less machines.
     """
-    from headroom.probes.topology_from_nvml import matrix_from_nvml  # avoids an import cycle
-
     module = nvml
     if module is None:
         try:
-            from headroom.probes.nvml_calls import load_nvml_module
-
             module = load_nvml_module()
         except Exception:  # noqa: BLE001 - NVML absent is a state
             module = None

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from headroom.probes.nvml_calls import GpuLost, NvmlCaller, init_failure_reason, to_str
-from headroom.probes.topology import TopologyMatrix, unreadable
+from headroom.probes.topology_types import TopologyMatrix, unreadable
 
 _ANCESTOR_CODE = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 _P2P_CAPS_INDEX_NVLINK = 2  # NVML_P2P_CAPS_INDEX_NVLINK (READ is the tuple (0,) in pynvml!)

@@ -21,10 +21,8 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # runtime import would be circular: topology re-exports this module
-    from headroom.probes.topology import TopologyMatrix
+from headroom.probes.topology_types import TopologyMatrix
 
 __all__ = [
     "TpVerdict",

@@ -200,10 +200,11 @@ def v0_profile_fields(match: re.Match[str]) -> dict[str, object]:
 
 
 def config_error_fields(match: re.Match[str]) -> dict[str, object]:
-    out: dict[str, object] = {"message": match.group("message").strip()}
+    message = match.group("message").strip()
+    out: dict[str, object] = {"message": message}
     longer = re.search(
         r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len \((\w+)=(\d+)",
-        out["message"],  # type: ignore[arg-type]
+        message,
     )
     if longer:
         out["max_model_len"] = int(longer.group(1))

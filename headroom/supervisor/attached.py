@@ -73,8 +73,8 @@ def url_port(url: str) -> int | None:
 def _check_port(command: VllmCommand, url: str) -> None:
     """The launch line must serve the URL's port, or the wrong process would be stopped."""
     port = url_port(url)
-    serves = command.get("port", 8000)
-    if port is not None and int(serves) != port:
+    serves = command.get_int("port", 8000)
+    if port is not None and serves != port:
         said = "says --port" if command.has("port") else "has no --port (vLLM's default is"
         close = "" if command.has("port") else ")"
         raise AttachRestartError(

@@ -107,6 +107,14 @@ class VllmCommand:
         """The typed value of an engine arg (`"tensor_parallel_size"`), or `default`."""
         return self._values.get(_dest_name(name), default)
 
+    def get_int(self, name: str, default: int) -> int:
+        """A whole-number engine arg (`"port"`, `"tensor_parallel_size"`), or `default`.
+        Raises TypeError/ValueError, like int(), when the value is not a number."""
+        value = self.get(name, default)
+        if isinstance(value, int | float | str):
+            return int(value)
+        raise TypeError(f"--{name.replace('_', '-')} is not a number: {value!r}")
+
     def has(self, name: str) -> bool:
         """Whether the command line sets this engine arg (in any spelling)."""
         return _dest_name(name) in self._values
@@ -219,7 +227,7 @@ def parse_command(argv: Sequence[str] | str) -> VllmCommand:
 
 def render(cmd: VllmCommand) -> list[str]:
     """The argv list for this command (launcher, positional model, flags as typed)."""
-    model = [cmd.model] if cmd.model_is_positional else []
+    model = [cmd.model] if cmd.model is not None and cmd.model_is_positional else []
     return [*cmd.launcher, *model, *cmd.tokens]
 
 
