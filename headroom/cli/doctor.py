@@ -113,7 +113,12 @@ def build_inputs(args, vllm_argv: list[str]):
     command = None
     if vllm_argv:
         from headroom.vllm_cmd import parse_command
+        from headroom.vllm_cmd.command import ENV_ASSIGNMENT
 
+        if ENV_ASSIGNMENT.fullmatch(vllm_argv[0]):
+            # `CUDA_VISIBLE_DEVICES=0,1 vllm serve ...` pasted from a shell: the doctor only
+            # reads the line, so it is the same as `env CUDA_VISIBLE_DEVICES=0,1 vllm ...`.
+            vllm_argv = ["env", *vllm_argv]
         command = parse_command(vllm_argv)
     log = None
     if args.log:

@@ -3,6 +3,9 @@ GPUs than the node has, TP spread over nodes and models without PP support (step
 
 from __future__ import annotations
 
+import math
+import os
+import re
 from dataclasses import replace
 
 from headroom.doctor import actions as A
@@ -71,12 +74,43 @@ def _nearest_tp(ctx, tp: int, heads: int | None) -> int | None:
     if model is not None:
         candidates = A.valid_tps(model, limit)
     elif heads:
+        floor = _tp_floor_from_name(ctx)
+        if floor is not None and floor > 1:
+            # Weights sized from the name: the TP that divides the heads must also hold
+            # them (52 heads, TP 3, a 33B model on 32 GiB GPUs: TP 2 cannot, TP 4 can),
+            # even when that means more GPUs than the node has.
+            above = [t for t in range(floor, heads + 1) if heads % t == 0]
+            if above:
+                return min(above, key=lambda t: (abs(t - tp), t))
         candidates = [t for t in range(1, limit + 1) if heads % t == 0]
     else:
         return None
     fitting = [t for t in candidates if _fits(ctx, t)] or candidates
     # Nearest; on a tie the smaller TP (the GPUs for it surely exist).
     return min(fitting, key=lambda t: (abs(t - tp), t)) if fitting else None
+
+
+# "Qwen1.5-72B-Chat", "LLaMA-33B", "Mixtral-8x7B": the parameter count a name carries.
+_PARAMS_IN_NAME = re.compile(r"(?<![\w.])(?:(\d+)x)?(\d+(?:\.\d+)?)[bB](?![a-zA-Z])")
+_FOUR_BIT = re.compile(r"awq|gptq|int4|4bit|4-bit|nf4|w4a16", re.IGNORECASE)
+_EIGHT_BIT = re.compile(r"fp8|int8|8bit|8-bit|w8a8", re.IGNORECASE)
+
+
+def _tp_floor_from_name(ctx) -> int | None:
+    """The least TP whose share of the weights fits one GPU, sized from the parameter count
+    in the model's name when no config is at hand (None when the name or the GPU memory
+    says nothing). Deliberately coarse: it only decides on which side of the current TP
+    a divisor of the heads must lie, never the KV budget."""
+    cmd, gpu = ctx.inputs.command, ctx.gpu
+    name = getattr(cmd, "model", None) or ""
+    match = _PARAMS_IN_NAME.search(os.path.basename(str(name).rstrip("/")))
+    if match is None or gpu is None or not gpu.usable_gib:
+        return None
+    params_b = float(match.group(2)) * (int(match.group(1)) if match.group(1) else 1)
+    per_param = 0.55 if _FOUR_BIT.search(name) else 1.0 if _EIGHT_BIT.search(name) else 2.0
+    weights_gib = params_b * 1e9 * per_param / 2**30
+    budget = gpu.min_usable_gib * (ctx.knobs.gpu_memory_utilization or 0.9)
+    return max(1, math.ceil(weights_gib / budget)) if budget > 0 else None
 
 
 def _fits(ctx, tp: int) -> bool:
