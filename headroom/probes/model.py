@@ -8,7 +8,6 @@ that is already in the HF cache (HF_HUB_CACHE / HUGGINGFACE_HUB_CACHE / HF_HOME/
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from headroom.probes.model_weights import WeightSummary, summarize_weights
+from headroom.probes.untrusted_json import UntrustedJsonError, load_json_file
 
 __all__ = [
     "ModelConfigError",
@@ -75,14 +75,24 @@ def _first(config: Mapping, *keys: str) -> Any:
     return None
 
 
+# A size past 2**40 (layers, heads, widths, vocab, positions) is no model's: reading it as
+# unknown keeps later arithmetic from overflowing a float (a config.json is untrusted input).
+MAX_DIMENSION = 2**40
+MAX_CONFIG_BYTES = 16 << 20  # real config.json files are a few KB
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= MAX_DIMENSION:
+        return value
     return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _text_config(config: Mapping) -> Mapping:
@@ -122,7 +132,7 @@ def shape_from_config(config: Mapping, name: str) -> ModelShape:
     dtype = _first(outer, "torch_dtype", "dtype") or _first(config, "torch_dtype", "dtype")
     return ModelShape(
         name=name,
-        architecture=architectures[0] if isinstance(architectures, list) and architectures else None,
+        architecture=_str(architectures[0]) if isinstance(architectures, list) and architectures else None,
         num_layers=layers,
         hidden_size=hidden,
         intermediate_size=_int(_first(config, "intermediate_size", "ffn_hidden_size", "n_inner")),
@@ -130,11 +140,11 @@ def shape_from_config(config: Mapping, name: str) -> ModelShape:
         num_kv_heads=kv or heads,
         head_dim=head_dim,
         vocab_size=_int(config.get("vocab_size")),
-        dtype=str(dtype) if dtype is not None else None,
+        dtype=_str(dtype),
         max_position_embeddings=_int(
             _first(config, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
         ),
-        quantization=str(quant.get("quant_method")) if quant and quant.get("quant_method") else None,
+        quantization=_str(quant.get("quant_method")) if quant else None,
         rope_scaling=rope if isinstance(rope, Mapping) else None,
         num_experts=_int(_first(config, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")),
         param_count=None,
@@ -183,11 +193,11 @@ def _cached_snapshot(repo_id: str, env: Mapping[str, str] | None) -> tuple[Path 
 
 def _read_config(path: Path) -> Mapping:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_file(path, max_bytes=MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ModelConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ModelConfigError(f"{path} is not valid JSON: {exc}") from exc
+    except UntrustedJsonError as exc:  # not JSON, too big, too deep
+        raise ModelConfigError(str(exc)) from exc
     if not isinstance(data, Mapping):
         raise ModelConfigError(f"{path} is not a JSON object")
     return data

@@ -8,13 +8,17 @@ model.safetensors.index.json ("weight_map"), with "metadata": {"total_size": byt
 
 from __future__ import annotations
 
-import json
-import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from headroom.probes.untrusted_json import UntrustedJsonError, load_json_file, loads_bounded
+
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # real headers are KBs to a few MB; refuse absurd lengths
+MAX_TENSORS = 1_000_000  # the largest real checkpoints have ~100k tensors in all
+MAX_SHARDS = 10_000  # the largest real checkpoints have a few hundred shards
+MAX_RANK = 8  # real tensors have 1-5 dimensions
+MAX_ELEMENTS = 2**48  # one tensor; ~280 T elements is far past any real one
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,8 @@ def read_header(path: Path) -> dict | None:
     if len(blob) != length:
         return None
     try:
-        header = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = loads_bounded(blob, max_bytes=MAX_HEADER_BYTES, max_depth=8, what=str(path))
+    except UntrustedJsonError:
         return None
     return header if isinstance(header, dict) else None
 
@@ -50,12 +54,12 @@ def read_header(path: Path) -> dict | None:
 def count_header(header: dict) -> tuple[int, int]:
     """(parameters, bytes) described by one header."""
     params = size = 0
-    for name, info in header.items():
+    for count, (name, info) in enumerate(header.items()):
+        if count >= MAX_TENSORS:
+            break
         if name == "__metadata__" or not isinstance(info, dict):
             continue
-        shape = info.get("shape")
-        if isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape):
-            params += math.prod(shape)
+        params += _elements(info.get("shape"))
         offsets = info.get("data_offsets")
         if (
             isinstance(offsets, list)
@@ -67,13 +71,31 @@ def count_header(header: dict) -> tuple[int, int]:
     return params, size
 
 
+def _elements(shape: object) -> int:
+    """Elements of one tensor; 0 for a shape no real tensor has.
+
+    Capped rank and per-dimension size keep this linear: multiplying thousands of huge
+    dimensions grows the integers and made a crafted 6 MB header take 252 s.
+    """
+    if not isinstance(shape, list) or len(shape) > MAX_RANK:
+        return 0
+    total = 1
+    for dim in shape:
+        if not isinstance(dim, int) or isinstance(dim, bool) or not 0 <= dim <= MAX_ELEMENTS:
+            return 0
+        total *= dim
+        if total > MAX_ELEMENTS:
+            return 0
+    return total
+
+
 def _index_shards(directory: Path) -> tuple[list[str] | None, int | None]:
     index = directory / "model.safetensors.index.json"
     if not index.is_file():
         return None, None
     try:
-        data = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = load_json_file(index, max_bytes=MAX_HEADER_BYTES)
+    except (OSError, UntrustedJsonError):
         return None, None
     if not isinstance(data, dict):
         return None, None
@@ -88,7 +110,9 @@ def summarize_weights(directory: Path) -> WeightSummary:
     """Sum every safetensors header in a model directory. Never raises."""
     shards, index_total = _index_shards(directory)
     if shards is not None:
-        files = [directory / s for s in shards if isinstance(s, str)]
+        # Plain file names only (an index is untrusted: no "../" reads), and a bounded count.
+        names = [s for s in shards if isinstance(s, str) and "/" not in s and s not in ("..", ".")]
+        files = [directory / s for s in names[:MAX_SHARDS]]
     else:
         files = sorted(directory.glob("*.safetensors"))
     if not files:

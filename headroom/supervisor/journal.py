@@ -23,7 +23,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from headroom.probes.untrusted_json import loads_bounded, typed_fields
 from headroom.supervisor.paths import journal_path
+
+MAX_LINE_BYTES = 8 << 20  # a run with findings and a bench is ~10 KB
 
 
 class JournalWarning(UserWarning):
@@ -74,10 +77,75 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, data: Mapping) -> RunRecord:
+        """A record from a journal line; a field of the wrong type reads as its default.
+
+        ValueError when the line has no usable run_id (a record cannot be named without it).
+        """
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        known = {k: v for k, v in data.items() if k in names}
+        known, _problems = typed_fields(data, _FIELD_KINDS, {**_defaults(), "time": 0.0})
+        # A field added later and not yet listed in _FIELD_KINDS is passed on as it is.
+        known.update({k: v for k, v in data.items() if k in names and k not in _FIELD_KINDS})
+        if not isinstance(known.get("run_id", ""), str) or "run_id" not in known:
+            raise ValueError("no run_id string")
+        for name in ("time", "ended_at", "time_to_ready_s", "max_concurrency"):
+            value = known.get(name)
+            if isinstance(value, int | float) and not 0 <= value <= _MAX_SECONDS:
+                known[name] = None if name != "time" else 0.0  # 1e18 s is no date
+        known["summary"] = _numbers_only(known.get("summary"))
         extra = {k: v for k, v in data.items() if k not in names}
         return cls(**known, extra=extra)
+
+
+_FIELD_KINDS = {
+    "run_id": "str",
+    "time": "float",
+    "vllm_version": "str?",
+    "model": "str?",
+    "model_shape": "dict?",
+    "command": "list[str]",
+    "flags": "list[str]",
+    "launcher": "str?",
+    "env": "dict[str,str]",
+    "gpus": "list[dict]",
+    "topology": "str?",
+    "port": "int?",
+    "log_path": "str?",
+    "kv_cache_tokens": "int?",
+    "max_concurrency": "float?",
+    "time_to_ready_s": "float?",
+    "outcome": "str",
+    "reason": "str?",
+    "trigger": "str?",
+    "parent_run_id": "str?",
+    "changes": "dict?",
+    "findings": "list[dict]",
+    "summary": "dict",
+    "bench": "dict?",
+    "notes": "str?",
+    "ended_at": "float?",
+}
+_MAX_SECONDS = 1e11  # year ~5000: past it a time cannot be shown as a date
+
+
+def _defaults() -> dict[str, object]:
+    out: dict[str, object] = {}
+    for f in dataclasses.fields(RunRecord):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _numbers_only(summary: object) -> dict:
+    """summary values are measurements: a string or list where a number belongs is dropped."""
+    if not isinstance(summary, dict):
+        return {}
+    return {
+        k: v
+        for k, v in summary.items()
+        if v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+    }
 
 
 def new_run_id() -> str:
@@ -130,11 +198,13 @@ class Journal:
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                # Bounded: one hostile line (deep nesting, 300-digit numbers) is skipped
+                # instead of stopping `headroom runs` or keeping `serve` from becoming ready.
+                data = loads_bounded(line, max_bytes=MAX_LINE_BYTES, what="the line")
                 if not isinstance(data, dict):
                     raise ValueError("not a JSON object")
                 out.append(RunRecord.from_json(data))
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError, RecursionError, OverflowError) as exc:
                 why = f"{self.path}:{lineno}: skipped a corrupt journal line ({exc})"
                 self.skipped.append(why)
                 warnings.warn(why, JournalWarning, stacklevel=2)

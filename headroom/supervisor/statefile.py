@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 
+from headroom.probes.untrusted_json import load_json_file, typed_fields
 from headroom.supervisor.paths import state_dir
 
 
@@ -44,8 +45,19 @@ class ServerRecord:
 
     @classmethod
     def from_json(cls, data: dict) -> ServerRecord:
+        """TypeError/ValueError when a field needed to find the server is missing or wrong;
+        an optional field of the wrong type reads as its default."""
+        known, _problems = typed_fields(data, _FIELD_KINDS, _OPTIONAL_DEFAULTS)
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        # A field added later and not yet listed in _FIELD_KINDS is passed on as it is.
+        known.update({k: v for k, v in data.items() if k in names and k not in _FIELD_KINDS})
+        for name, (low, high) in _RANGES.items():
+            value = known.get(name)
+            if value is not None and not low <= value <= high:
+                if name not in _OPTIONAL_DEFAULTS:
+                    raise ValueError(f"{name} {value} is out of range")
+                known[name] = None
+        return cls(**known)
 
     def alive(self) -> bool:
         if not isinstance(self.pid, int) or self.pid <= 0:
@@ -57,6 +69,35 @@ class ServerRecord:
             return p.status() != psutil.STATUS_ZOMBIE
         except psutil.Error:
             return False
+
+
+_FIELD_KINDS = {
+    "pid": "int",
+    "pgid": "int",
+    "port": "int",
+    "url": "str",
+    "model": "str?",
+    "argv": "list[str]",
+    "flags": "list[str]",
+    "launcher": "str",
+    "env": "dict[str,str]",
+    "log_path": "str",
+    "started_at": "float",
+    "create_time": "float?",
+    "run_id": "str?",
+    "headroom_pid": "int?",
+    "extra": "dict",
+}
+_OPTIONAL_DEFAULTS = {"create_time": None, "run_id": None, "headroom_pid": None, "extra": {}}
+_RANGES = {
+    "pid": (1, 2**31 - 1),
+    "pgid": (1, 2**31 - 1),
+    "port": (1, 65535),
+    "started_at": (0, 1e11),
+    "create_time": (0, 1e11),
+    "headroom_pid": (1, 2**31 - 1),
+}
+MAX_STATE_BYTES = 1 << 20  # a record is ~2 KB
 
 
 def state_path(port: int, base: Path | None = None) -> Path:
@@ -84,11 +125,13 @@ def read_state(port: int, base: Path | None = None) -> ServerRecord | None:
 
 def _read(path: Path) -> ServerRecord | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        # Bounded: a hostile or corrupt file (huge, deeply nested, 300-digit pid) is
+        # "no record", never an exception out of re-adoption.
+        data = load_json_file(path, max_bytes=MAX_STATE_BYTES)
         if not isinstance(data, dict):
             return None
         record = ServerRecord.from_json(data)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError, OverflowError):
         return None
     if not isinstance(record.pid, int) or not isinstance(record.port, int):
         return None
