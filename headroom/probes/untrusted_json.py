@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 MAX_DEPTH = 64  # config.json nests ~4 levels, a journal line ~5
 MAX_INT_DIGITS = 18  # below 2**63: anything longer is no count Headroom knows of
@@ -52,9 +53,7 @@ def loads_bounded(
         raise UntrustedJsonError(f"{what} is not valid JSON: {error}") from None
 
 
-def load_json_file(
-    path: str | Path, *, max_bytes: int, max_depth: int = MAX_DEPTH
-) -> object:
+def load_json_file(path: str | Path, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> object:
     """Parse a JSON file of at most `max_bytes`; OSError when it cannot be read."""
     with open(path, "rb") as fh:
         raw = fh.read(max_bytes + 1)
@@ -129,13 +128,13 @@ def _is(value: object, kind: str) -> bool:
 
 def typed_fields(
     data: Mapping[str, object], kinds: Mapping[str, str], defaults: Mapping[str, object]
-) -> tuple[dict[str, object], list[str]]:
+) -> tuple[dict[str, Any], list[str]]:
     """The fields of `data` named in `kinds`, each checked; a wrong type takes its default.
 
     Returns (fields, problems): a field with no default and the wrong type is left out (the
     caller's constructor then says what is missing) and named in problems.
     """
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     problems: list[str] = []
     for name, kind in kinds.items():
         if name not in data:

@@ -77,16 +77,11 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, data: Mapping) -> RunRecord:
-        """A record from a journal line; a field of the wrong type reads as its default.
-
-        ValueError when the line has no usable run_id (a record cannot be named without it).
-        """
+        """A record from a journal line; a field of the wrong type reads as its default."""
         names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         known, _problems = typed_fields(data, _FIELD_KINDS, {**_defaults(), "time": 0.0})
         # A field added later and not yet listed in _FIELD_KINDS is passed on as it is.
         known.update({k: v for k, v in data.items() if k in names and k not in _FIELD_KINDS})
-        if not isinstance(known.get("run_id", ""), str) or "run_id" not in known:
-            raise ValueError("no run_id string")
         for name in ("time", "ended_at", "time_to_ready_s", "max_concurrency"):
             value = known.get(name)
             if isinstance(value, int | float) and not 0 <= value <= _MAX_SECONDS:

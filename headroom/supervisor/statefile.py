@@ -88,7 +88,12 @@ _FIELD_KINDS = {
     "headroom_pid": "int?",
     "extra": "dict",
 }
-_OPTIONAL_DEFAULTS = {"create_time": None, "run_id": None, "headroom_pid": None, "extra": {}}
+_OPTIONAL_DEFAULTS: dict[str, object] = {
+    "create_time": None,
+    "run_id": None,
+    "headroom_pid": None,
+    "extra": {},
+}
 _RANGES = {
     "pid": (1, 2**31 - 1),
     "pgid": (1, 2**31 - 1),

@@ -8,10 +8,12 @@ negations, dotted JSON keys, human-readable integers. Unknown flags are kept.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from headroom.probes.untrusted_json import loads_bounded
 from headroom.vllm_cmd.flags import FlagSpec, lookup_dest, lookup_option
 
 
@@ -28,25 +30,51 @@ _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
+_MAX_INT_CHARS = 24
+_MAX_INT = 2**63 - 1  # what vLLM's own int64 fields can hold
+_MAX_JSON_BYTES = 1 << 20  # a flag's JSON (--quantization-config...) is a few hundred bytes
+
+
+def _in_range(value: int, text: object) -> int:
+    if abs(value) > _MAX_INT:
+        raise CommandLineError(f"{str(text)[:24]!r} is out of range (more than 2**63)")
+    return value
+
+
+def _json(raw: str, option: str = "the value") -> object:
+    """A flag's JSON value, bounded in size, nesting and numbers (UntrustedJsonError)."""
+    return loads_bounded(raw, max_bytes=_MAX_JSON_BYTES, what=f"{option}'s JSON")
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
 def parse_human_int(text: str) -> int:
     """vLLM's human_readable_int: `16k` = 16000, `10G` = 10 GiB, `10g` = 10**10, `1.5k` = 1500.
 
     Binary suffixes (upper case) take whole numbers only, as in vLLM.
     """
     value = str(text).strip()
+    if len(value) > _MAX_INT_CHARS:  # int() of 400 digits works, float() of it overflows
+        raise CommandLineError(f"{value[:24]}...: a number of {len(value)} digits is out of range")
     match = _HUMAN_INT.fullmatch(value)
     if match:
         number, suffix = match.groups()
         if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
+            return _in_range(int(float(number) * _DECIMAL[suffix]), text)
         if "." in number:
             raise CommandLineError(
                 f"{text!r}: decimals are not allowed with the binary suffix {suffix} "
                 f"(did you mean {number}{suffix.lower()}?)"
             )
-        return int(number) * _BINARY[suffix]
+        return _in_range(int(number) * _BINARY[suffix], text)
     try:
-        return int(value)
+        return _in_range(int(value), text)
+    except CommandLineError:
+        raise
     except ValueError:
         raise CommandLineError(
             f"{text!r} is not a whole number (vLLM accepts e.g. 4096, 16k, 10G)"
@@ -57,9 +85,11 @@ def _convert(spec_type: str, raw: str, option: str) -> object:
     """Turn one raw value into the type vLLM's parser would give it."""
     try:
         if spec_type == "int":
-            return int(raw)
+            if len(raw.strip()) > _MAX_INT_CHARS:
+                raise ValueError(f"{len(raw.strip())} digits is out of range")
+            return _in_range(int(raw), raw)
         if spec_type == "float":
-            return float(raw)
+            return _finite(float(raw))
         if spec_type == "hint":
             return parse_human_int(raw)
         if spec_type == "hint_auto":
@@ -67,10 +97,10 @@ def _convert(spec_type: str, raw: str, option: str) -> object:
                 return -1
             return parse_human_int(raw)
         if spec_type == "json":
-            return json.loads(raw)
+            return _json(raw, option)
         if spec_type == "json_or_str":
             try:
-                return json.loads(raw)
+                return _json(raw, option)
             except ValueError:
                 return raw
         if spec_type == "bool":
@@ -81,7 +111,9 @@ def _convert(spec_type: str, raw: str, option: str) -> object:
         )
         if spec_type == "json":
             kind = "JSON"
-        raise CommandLineError(f"{option} expects {kind}, got {raw!r} ({exc})") from None
+        shown = raw if len(raw) <= 80 else raw[:60] + f"... ({len(raw):,} characters)"
+        why = str(exc) if len(str(exc)) <= 200 else str(exc)[:160] + "..."
+        raise CommandLineError(f"{option} expects {kind}, got {shown!r} ({why})") from None
     return raw
 
 
@@ -255,14 +287,18 @@ def _unknown(tokens: Sequence[str], i: int, option: str, eq: str, inline: str) -
 
 def _guess(raw: str) -> object:
     """Best-effort type for the value of an unknown flag: int, float, JSON, else the string."""
-    for cast in (int, float):
-        try:
-            return cast(raw)
-        except ValueError:
-            pass
+    if len(raw) <= _MAX_INT_CHARS:
+        for cast in (int, float):
+            try:
+                value = cast(raw)
+            except ValueError:
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                break  # "inf", "1e400": keep the text
+            return value
     if raw[:1] in "{[":
         try:
-            return json.loads(raw)
+            return _json(raw)
         except ValueError:
             pass
     return raw
@@ -293,7 +329,7 @@ def _dotted(
         value = raw.split(",")
     else:
         try:
-            value = json.loads(raw)
+            value = _json(raw, base)
         except ValueError:
             try:
                 value = parse_human_int(raw)

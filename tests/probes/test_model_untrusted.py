@@ -40,7 +40,9 @@ def test_deep_config_is_a_model_config_error(tmp_path, text) -> None:
         load_model_shape(str(tmp_path))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(field=st.sampled_from(FIELDS), raw=hostile_field_values())
 def test_hostile_config_field(tmp_path, capsys, field, raw) -> None:
     config = {k: v for k, v in LLAMA_8B.items() if k != field}
@@ -90,7 +92,9 @@ def test_count_header_is_bounded(shape) -> None:
     assert 0 <= params <= 2**48 and size == 4
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(raw=hostile_field_values())
 def test_hostile_header_reads_as_none_or_a_dict(tmp_path, raw) -> None:
     blob = ('{"w": {"dtype": "BF16", "shape": ' + raw + ', "data_offsets": [0, 4]}}').encode()

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.hostile_json import deep_nesting, hostile_field_values, json_with_raw
-
-import pytest
 
 from headroom.cli import runs as runs_cli
 from headroom.supervisor.journal import Journal, RunRecord
@@ -52,7 +51,9 @@ def test_update_still_works_past_a_hostile_line(tmp_path) -> None:
     assert Journal(path).get("a").time_to_ready_s == 3.0
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(field=st.sampled_from(FIELDS), raw=hostile_field_values())
 def test_runs_command_survives_any_hostile_field(tmp_path, capsys, field, raw) -> None:
     good = _good("ok")

@@ -92,7 +92,9 @@ def test_a_huge_state_file_is_not_read_whole(tmp_path):
     assert read_state(8000, tmp_path) is None
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(field=st.sampled_from(["pid", "pgid", "port", "url", "argv", "flags", "env", "launcher",
                               "started_at", "create_time", "log_path", "model", "run_id",
                               "headroom_pid", "extra"]),

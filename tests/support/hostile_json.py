@@ -1,6 +1,6 @@
 """Hypothesis strategies for hostile JSON: deep nesting, huge numbers, wrong types.
 
-    from support.hostile_json import hostile_values, hostile_object_text, deep_nesting
+from support.hostile_json import hostile_values, hostile_object_text, deep_nesting
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ scalars = st.one_of(
 )
 hostile_values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
