@@ -12,7 +12,13 @@ import pytest
 
 import headroom
 
-HEADLESS = ["headroom.probes", "headroom.doctor", "headroom.supervisor", "headroom.simulator"]
+HEADLESS = [
+    "headroom.probes",
+    "headroom.doctor",
+    "headroom.fleet",
+    "headroom.supervisor",
+    "headroom.simulator",
+]
 
 
 def _submodules(package: str) -> list[str]:

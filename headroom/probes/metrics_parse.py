@@ -98,11 +98,14 @@ class Exposition:
         return grouped
 
 
-def parse_exposition(text: str, wanted: Iterable[str] | None = None) -> Exposition:
-    """Read the `vllm:` samples named in `wanted` (default: WANTED_SAMPLE_NAMES). Never raises."""
+def parse_exposition(
+    text: str, wanted: Iterable[str] | None = None, prefix: str = VLLM_PREFIX
+) -> Exposition:
+    """Read the samples named in `wanted` (default: WANTED_SAMPLE_NAMES) among the lines that
+    start with `prefix` (`vllm:`; the DCGM probe passes `DCGM_`). Never raises."""
     if not isinstance(text, str):
         return Exposition()
-    builder = ExpositionBuilder(wanted)
+    builder = ExpositionBuilder(wanted, prefix=prefix)
     builder.add_lines(text.split("\n"))
     result = builder.result
     result.looks_like_prometheus = looks_like_prometheus(text)
@@ -116,7 +119,13 @@ class ExpositionBuilder:
     page is marked `too_many_samples` and the rest of its lines are only counted.
     """
 
-    def __init__(self, wanted: Iterable[str] | None = None, max_samples: int = MAX_SAMPLES):
+    def __init__(
+        self,
+        wanted: Iterable[str] | None = None,
+        max_samples: int = MAX_SAMPLES,
+        prefix: str = VLLM_PREFIX,
+    ):
+        self.prefix = prefix
         self.names = WANTED_SAMPLE_NAMES if wanted is None else frozenset(wanted)
         self.result = Exposition()
         self.max_samples = max_samples
@@ -132,8 +141,9 @@ class ExpositionBuilder:
         append = samples.append
         label_cache = self._label_cache
         vllm_lines = 0
+        prefix = self.prefix
         for line in lines:
-            if not line.startswith(VLLM_PREFIX):
+            if not line.startswith(prefix):
                 continue
             vllm_lines += 1
             brace = line.find("{")

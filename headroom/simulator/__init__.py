@@ -23,6 +23,10 @@ exactly vLLM's:
   every 0.25 s. Headroom's probes read it through `headroom.simulator.nvml_standin` when
   `HEADROOM_NVML_STANDIN` names the same file.
 
+- `HEADROOM_SIM_HOSTNAME`, `HEADROOM_SIM_DCGM_HOSTNAME_LABEL`, `HEADROOM_SIM_GPU_FAULTS`: the
+  simulated GPUs are also served at `/dcgm-metrics` in NVIDIA dcgm-exporter's format, with
+  this host name, label spelling and injected XID/thermal/power faults (see `dcgm.py`).
+
 `VLLM_LOG_STATS_INTERVAL` (seconds, default 10) and `VLLM_API_KEY` are honoured as in vLLM.
 Also: `python -m headroom.simulator load URL --model NAME ...` (a closed-loop load) and
 `python -m headroom.simulator scenarios`.

@@ -12,6 +12,7 @@ import time
 
 from headroom.simulator.accounting import EngineSettings, StartupPlan, plan_startup
 from headroom.simulator.args import bool_flag, non_default_args, parse_serve_args
+from headroom.simulator.dcgm import DcgmRenderer
 from headroom.simulator.loadgen import load_main
 from headroom.simulator.logs import VllmLog
 from headroom.simulator.models import load_model
@@ -38,6 +39,11 @@ def serve(argv: list[str]) -> int:
         print(f"headroom simulator: {exc}", file=sys.stderr)
         return 2
     machine = scenario.machine
+    try:
+        dcgm = DcgmRenderer.from_env()
+    except ValueError as exc:
+        print(f"headroom simulator: {exc}", file=sys.stderr)
+        return 2
     log = VllmLog(os.environ.get("HEADROOM_SIM_LOG_FORMAT", "0.32"))
     scale = max(1e-3, _env_float("HEADROOM_SIM_TIME_SCALE", 1.0))
     state_path = os.environ.get("HEADROOM_SIM_STATE") or None
@@ -112,6 +118,7 @@ def serve(argv: list[str]) -> int:
         access_log=not bool_flag(ns, "disable_uvicorn_access_log"),
         version=version,
         root=ns.model,
+        dcgm=dcgm,
     )
     try:
         return asyncio.run(_serve_forever(runtime, server, printer, ns.host, ns.port or 8000))

@@ -1,6 +1,7 @@
 """A small HTTP/1.1 server on stdlib asyncio with vLLM's OpenAI-compatible routes.
 
-Routes: GET /health, /metrics, /version, /v1/models, /load, /ping; POST /v1/completions and
+Routes: GET /health, /metrics, /dcgm-metrics (the simulated GPUs as dcgm-exporter shows
+them), /version, /v1/models, /load, /ping; POST /v1/completions and
 /v1/chat/completions (with `stream`, `stream_options.include_usage`, `max_tokens`,
 `ignore_eos`). `--api-key` protects /v1 only, as in vLLM; /metrics and /health stay open.
 Prompts given as token-id lists are counted exactly; text is counted at ~4 bytes per token.
@@ -15,6 +16,7 @@ import math
 import time
 import uuid
 
+from headroom.simulator.dcgm import DcgmRenderer
 from headroom.simulator.serving import Runtime
 from headroom.simulator.streaming import WORDS, stream_sse
 
@@ -68,6 +70,7 @@ class SimServer:
         access_log: bool = True,
         version: str = "0.33.0",
         root: str = "",
+        dcgm: DcgmRenderer | None = None,
     ) -> None:
         self.runtime = runtime
         self.names = served_names
@@ -76,6 +79,7 @@ class SimServer:
         self.access_log = access_log
         self.version = version
         self.root = root or served_names[0]
+        self.dcgm = dcgm or DcgmRenderer()
         self.server: asyncio.base_events.Server | None = None
         self.in_flight = 0
 
@@ -167,6 +171,11 @@ class SimServer:
                 self.runtime.metrics.render() if self.runtime.log_stats else PROCESS_ONLY,
                 keep,
                 "text/plain; version=0.0.4; charset=utf-8",
+            )
+        if path == "/dcgm-metrics":  # what dcgm-exporter would serve on this "host"
+            state = self.runtime.last_state or self.runtime.current_state()
+            return await self._send(
+                writer, 200, self.dcgm.render(state), keep, "text/plain; version=0.0.4"
             )
         if path == "/version":
             return await self._send(writer, 200, {"version": self.version}, keep)

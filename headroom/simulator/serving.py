@@ -79,6 +79,7 @@ class Runtime:
         self._listeners: dict[int, Callable[[SimRequest, int, bool], None]] = {}
         self._last_stats = (time.monotonic(), 0.0, 0, 0, 0, 0, 0)
         self.topo_text = topo_m_text(machine)
+        self.last_state: dict | None = None
 
     # --- clock --------------------------------------------------------------------------
 
@@ -245,25 +246,25 @@ class Runtime:
                 e.prefix_queries,
                 e.prefix_hits,
             )
+        # GPU utilisation: the share of simulated time the GPUs spent running steps.
+        span = self.sim_time - self._last_tick_sim
+        busy_share = min(1.0, self._busy_sim / span) if span > 0 else 0.0
+        self._busy_sim, self._last_tick_sim = 0.0, self.sim_time
+        # Kept in memory for /dcgm-metrics; written to disk for the NVML stand-in.
+        self.last_state = build_state(
+            self.machine, os.getpid(), self.memory_in_use(), busy_share, "serving", self.topo_text
+        )
         if self.state_path:
-            # GPU utilisation: the share of simulated time the GPUs spent running steps.
-            span = self.sim_time - self._last_tick_sim
-            busy_share = min(1.0, self._busy_sim / span) if span > 0 else 0.0
-            self._busy_sim, self._last_tick_sim = 0.0, self.sim_time
             try:
-                write_state(
-                    self.state_path,
-                    build_state(
-                        self.machine,
-                        os.getpid(),
-                        self.memory_in_use(),
-                        busy_share,
-                        "serving",
-                        self.topo_text,
-                    ),
-                )
+                write_state(self.state_path, self.last_state)
             except OSError:
                 pass  # a full or vanished disk must not stop serving
+
+    def current_state(self) -> dict:
+        """The GPUs now, before the first tick has kept one."""
+        return build_state(
+            self.machine, os.getpid(), self.memory_in_use(), 0.0, "serving", self.topo_text
+        )
 
     def memory_in_use(self) -> dict[int, int]:
         """What vLLM holds on each GPU once serving: the whole requested budget (weights,

@@ -1,0 +1,50 @@
+"""Targets files for the direct-scrape mode: Prometheus file_sd JSON and plain lines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from headroom.fleet.direct_source import parse_targets_text
+
+
+def test_file_sd_json_groups() -> None:
+    text = json.dumps(
+        [
+            {"targets": ["h1:8000", "h2:8000"], "labels": {"job": "vllm", "hostname": "h1"}},
+            {"targets": ["h1:9400"], "labels": {"job": "dcgm-exporter"}},
+        ]
+    )
+    targets = parse_targets_text(text)
+    assert [(t.url, t.kind) for t in targets] == [
+        ("h1:8000", "vllm"),
+        ("h2:8000", "vllm"),
+        ("h1:9400", "dcgm"),
+    ]
+    assert targets[0].labels["hostname"] == "h1" and targets[0].instance == "h1:8000"
+
+
+def test_plain_lines_with_labels_and_comments() -> None:
+    targets = parse_targets_text(
+        "# fleet\nhttp://10.0.0.1:8000 hostname=gpu-1\n\ndcgm http://10.0.0.1:9400/metrics\n"
+    )
+    assert [(t.kind, t.instance, dict(t.labels)) for t in targets] == [
+        ("vllm", "10.0.0.1:8000", {"hostname": "gpu-1"}),
+        ("dcgm", "10.0.0.1:9400", {}),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('[{"targets": 5}]', "group 0"),
+        ("[not json", "not valid JSON"),
+        ("h:8000 hostname", "not label=value"),
+        ("ftp://h:8000", "unsupported URL scheme"),
+        ("dcgm", "no address"),
+    ],
+)
+def test_bad_files_say_where(text: str, needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        parse_targets_text(text)

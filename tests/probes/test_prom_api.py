@@ -1,0 +1,136 @@
+"""The Prometheus API reader: envelopes and result shapes of 2.42 and 3.x (fleet-facts.md
+section 2), error types, proxies without an envelope, and arbitrary bytes."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from headroom.probes.prom_api import parse_answer, parse_duration, parse_targets
+
+
+def test_vector_values_are_strings_and_nan_is_missing() -> None:
+    body = json.dumps(
+        {
+            "status": "success",
+            "data": {
+                "resultType": "vector",
+                "result": [
+                    {"metric": {"instance": "a:1"}, "value": [1700000000.5, "3.5"]},
+                    {"metric": {"instance": "b:1"}, "value": [1700000000.5, "NaN"]},
+                    {"metric": {"instance": "c:1"}, "value": [1700000000.5, "+Inf"]},
+                ],
+            },
+        }
+    )
+    answer = parse_answer(200, body)
+    assert answer.ok and answer.result_type == "vector"
+    assert [(labels["instance"], v) for labels, v in answer.vector()] == [
+        ("a:1", 3.5),
+        ("b:1", None),
+        ("c:1", None),
+    ]
+
+
+def test_matrix_points_and_3x_infos_key() -> None:
+    body = json.dumps(
+        {
+            "status": "success",
+            "data": {
+                "resultType": "matrix",
+                "result": [{"metric": {"hr_field": "kv"}, "values": [[1, "0.5"], [2, "0.75"]]}],
+            },
+            "infos": ["PromQL info: metric might not be a counter"],
+            "warnings": ["partial data: one store unreachable"],
+        }
+    )
+    answer = parse_answer(200, body)
+    ((labels, points),) = answer.matrix()
+    assert labels == {"hr_field": "kv"} and points == [(1.0, 0.5), (2.0, 0.75)]
+    assert answer.warnings == ("partial data: one store unreachable",)
+
+
+def test_error_envelope_keeps_type_and_message() -> None:
+    body = (
+        '{"status":"error","errorType":"bad_data","error":"invalid parameter \\"query\\": '
+        '1:1: parse error: no expression found in input"}'
+    )
+    answer = parse_answer(400, body)
+    assert not answer.ok and answer.error_type == "bad_data"
+    assert "no expression found" in answer.describe() and answer.http_status == 400
+    assert answer.vector() == []
+
+
+def test_proxy_page_without_envelope() -> None:
+    answer = parse_answer(502, b"<html><body>Bad Gateway</body></html>")
+    assert not answer.ok and "HTTP 502" in answer.describe() and "Bad Gateway" in answer.describe()
+    assert not parse_answer(200, b'{"hello": 1}').ok
+
+
+def test_targets_active_list() -> None:
+    body = json.dumps(
+        {
+            "status": "success",
+            "data": {
+                "activeTargets": [
+                    {
+                        "discoveredLabels": {},
+                        "labels": {"instance": "h:8000", "job": "vllm"},
+                        "scrapePool": "vllm",
+                        "scrapeUrl": "http://h:8000/metrics",
+                        "globalUrl": "",
+                        "lastError": "connection refused",
+                        "lastScrape": "2026-01-01T00:00:00Z",
+                        "lastScrapeDuration": 0.0012,
+                        "health": "down",
+                        "scrapeInterval": "15s",
+                        "scrapeTimeout": "10s",
+                    }
+                ],
+                "droppedTargets": [],
+            },
+        }
+    )
+    targets = parse_targets(parse_answer(200, body))
+    (t,) = targets.targets
+    assert (t.instance, t.job, t.health, t.scrape_interval_s) == ("h:8000", "vllm", "down", 15.0)
+    assert t.last_error == "connection refused" and t.last_scrape_duration_s == 0.0012
+
+
+def test_durations() -> None:
+    assert parse_duration("1m30s") == 90 and parse_duration("500ms") == 0.5
+    assert parse_duration("2h") == 7200 and parse_duration("") is None
+    assert parse_duration("5x") is None and parse_duration("15") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(100, 599), st.one_of(st.binary(max_size=300), st.text(max_size=300)))
+def test_any_answer_never_raises(status: int, body) -> None:
+    answer = parse_answer(status, body)
+    answer.vector()
+    answer.matrix()
+    parse_targets(answer)
+    assert isinstance(answer.describe(), str)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["vector", "matrix", "scalar", "string", None]), json_values)
+def test_odd_shapes_inside_a_success_envelope(kind, result) -> None:
+    body = json.dumps({"status": "success", "data": {"resultType": kind, "result": result}})
+    answer = parse_answer(200, body)
+    for _, value in answer.vector():
+        assert value is None or isinstance(value, float)
+    for _, points in answer.matrix():
+        assert all(isinstance(t, float) for t, _ in points)
+    parse_targets(answer)
