@@ -15,7 +15,7 @@ import asyncio
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -140,13 +140,11 @@ class DirectSource:
     async def refresh(self) -> FleetSnapshot:
         before = self.requests_made
         vllm = [t for t in self.targets if t.kind == "vllm"]
-        results = await asyncio.gather(
-            *(self._probes[t.instance].scrape() for t in vllm),
-            *(probe.scrape() for _, probe in self._dcgm),
+        metrics, dcgm = await asyncio.gather(
+            asyncio.gather(*(self._probes[t.instance].scrape() for t in vllm)),
+            asyncio.gather(*(probe.scrape() for _, probe in self._dcgm)),
         )
-        self.requests_made += len(results)
-        metrics: list[ServerMetrics] = list(results[: len(vllm)])  # type: ignore[arg-type]
-        dcgm = results[len(vllm) :]
+        self.requests_made += len(metrics) + len(dcgm)
         await self._read_infos(vllm, metrics)
         parts, health, warnings = [], [], []
         for target, snap in zip(vllm, metrics, strict=True):
@@ -177,22 +175,20 @@ class DirectSource:
             )
         gpus = []
         for (target, _), scrape in zip(self._dcgm, dcgm, strict=True):
-            ok = getattr(scrape, "ok", False)
+            ok = scrape.ok
             health.append(
                 TargetHealth(
                     target.labels.get("job", "dcgm"),
                     target.instance,
                     "dcgm",
                     "up" if ok else "down",
-                    getattr(scrape, "message", "") or "",
+                    scrape.message or "",
                 )
             )
             if not ok:
-                warnings.append(f"DCGM {target.url}: {scrape.message}")  # type: ignore[union-attr]
-            for gpu in getattr(scrape, "gpus", ()):
+                warnings.append(f"DCGM {target.url}: {scrape.message}")
+            for gpu in scrape.gpus:
                 if target.labels and not gpu.host:
-                    from dataclasses import replace
-
                     host = next(
                         (target.labels[k] for k in ("hostname", "host") if k in target.labels), None
                     )

@@ -169,12 +169,11 @@ def _row(
 
 def _usage(gauges: list[dict[str, float]], parts: list[EngineMetrics] | None) -> float | None:
     if parts and len(parts) > 1:
-        usages = [p.kv_cache_usage for p in parts]
-        weights = [p.kv_capacity_tokens for p in parts]
-        if all(u is not None for u in usages) and all(w for w in weights):
-            weighted = sum(u * w for u, w in zip(usages, weights, strict=True))  # type: ignore[operator]
-            return weighted / sum(weights)  # type: ignore[arg-type]
-        return _mean(usages)
+        pairs = [(p.kv_cache_usage, p.kv_capacity_tokens) for p in parts]
+        known = [(u, w) for u, w in pairs if u is not None and w]
+        if len(known) == len(pairs):
+            return sum(u * w for u, w in known) / sum(w for _, w in known)
+        return _mean(p.kv_cache_usage for p in parts)
     return _mean(g.get("usage", g.get("usage_old")) for g in gauges)
 
 

@@ -47,7 +47,7 @@ class PromAnswer:
         """(labels, value) per series of a vector answer; unreadable values are None."""
         if not self.ok or self.result_type != "vector" or not isinstance(self.result, list):
             return []
-        out = []
+        out: list[tuple[Mapping[str, str], float | None]] = []
         for item in self.result:
             if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
                 continue
@@ -58,7 +58,7 @@ class PromAnswer:
         """(labels, [(t, value), ...]) per series of a matrix answer."""
         if not self.ok or self.result_type != "matrix" or not isinstance(self.result, list):
             return []
-        out = []
+        out: list[tuple[Mapping[str, str], list[tuple[float, float | None]]]] = []
         for item in self.result:
             if not isinstance(item, dict) or not isinstance(item.get("metric"), dict):
                 continue
@@ -151,7 +151,8 @@ def parse_targets(answer: PromAnswer) -> TargetList:
     for item in data.get("activeTargets") or ():
         if not isinstance(item, dict):
             continue
-        labels = _labels(item.get("labels") if isinstance(item.get("labels"), dict) else {})
+        raw_labels = item.get("labels")
+        labels = _labels(raw_labels if isinstance(raw_labels, dict) else {})
         out.append(
             Target(
                 scrape_pool=str(item.get("scrapePool") or ""),
