@@ -113,13 +113,23 @@ def build_inputs(args, vllm_argv: list[str]):
     command = None
     if vllm_argv:
         from headroom.vllm_cmd import parse_command
-        from headroom.vllm_cmd.command import ENV_ASSIGNMENT
+        from headroom.vllm_cmd.command import ENV_ASSIGNMENT, CommandLineError
 
         if ENV_ASSIGNMENT.fullmatch(vllm_argv[0]):
             # `CUDA_VISIBLE_DEVICES=0,1 vllm serve ...` pasted from a shell: the doctor only
-            # reads the line, so it is the same as `env CUDA_VISIBLE_DEVICES=0,1 vllm ...`.
-            vllm_argv = ["env", *vllm_argv]
-        command = parse_command(vllm_argv)
+            # reads the line, so it is the same as `env CUDA_VISIBLE_DEVICES=0,1 vllm ...`;
+            # before bare flags the assignments say nothing about the engine.
+            i = 0
+            while i < len(vllm_argv) and ENV_ASSIGNMENT.fullmatch(vllm_argv[i]):
+                i += 1
+            rest = vllm_argv[i:]
+            vllm_argv = rest if rest and rest[0].startswith("-") else ["env", *vllm_argv]
+        try:
+            command = parse_command(vllm_argv)
+        except CommandLineError:
+            # A value this release's parser rejects (an older release's syntax) must not
+            # cost the whole diagnosis: read the line leniently; the rest stays checked.
+            command = parse_command(vllm_argv, strict=False)
     log = None
     if args.log:
         text = _read_text(args.log)

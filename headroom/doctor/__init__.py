@@ -39,6 +39,7 @@ __all__ = [
 
 def all_rules():
     from headroom.doctor import (
+        rules_compat,
         rules_gpu,
         rules_oom,
         rules_parallel,
@@ -54,6 +55,7 @@ def all_rules():
         + rules_runtime.RULES
         + rules_gpu.RULES
         + rules_topology.RULES
+        + rules_compat.RULES
     )
 
 

@@ -33,6 +33,10 @@ def _oom_phase(ctx, event: LogEvent) -> str:
     )
     around = around.lower()
     nums = event.fields  # tried/total/free GiB, process_count, largest_process_gib, ...
+    if "cumem_allocator" in around or "wake_up" in around:
+        # Sleep mode (csrc/cumem_allocator.cpp, vLLM 0.7+): the engine re-maps the memory it
+        # released, weights and KV pool, while the trainer beside it still holds its own.
+        return "sleep-wake"
     if "failed to load model" in around or "load_weights" in around:
         return "weights"
     if "allocate_kv_cache" in around or "initialize_kv_cache" in around or "cache_engine" in around:
@@ -76,6 +80,26 @@ def cuda_oom(ctx) -> list[Finding]:
     acc = ctx.account
     out: list[Finding] = []
     weights_alone = _weights_do_not_fit(ctx)
+    if phase == "sleep-wake":
+        acts = [
+            A.lower_utilization(
+                ctx,
+                None,
+                "on wake-up the engine maps back its whole budget (weights + KV cache) while "
+                "the other process on this GPU (the trainer) still holds its memory",
+            ),
+            A.enforce_eager("no CUDA-graph pools to map back on wake-up"),
+        ]
+        return [
+            Finding(
+                "cuda-oom-sleep-wake",
+                4,
+                "error",
+                "Out of GPU memory waking the engine from sleep mode",
+                tuple(evidence),
+                _compact(acts),
+            )
+        ]
     if phase == "weights" or weights_alone:
         out.append(_weights_finding(ctx, evidence, weights_alone))
     if nums.get("process_count", 0) > 1:

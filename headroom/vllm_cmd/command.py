@@ -200,11 +200,13 @@ def _split_launcher(argv: list[str]) -> tuple[tuple[str, ...], list[str]]:
     )
 
 
-def parse_command(argv: Sequence[str] | str) -> VllmCommand:
+def parse_command(argv: Sequence[str] | str, *, strict: bool = True) -> VllmCommand:
     """Read a vLLM command line (a list of tokens, or one string split like a shell).
 
     Raises CommandLineError on lines vLLM itself would refuse for their form: a flag that
-    needs a value without one, a value of the wrong type, an unknown launcher.
+    needs a value without one, a value of the wrong type, an unknown launcher. With
+    strict=False a value of the wrong type is kept as typed (a line pasted from an older
+    release, e.g. `--limit-mm-per-prompt image=3`, is still read for its other flags).
     """
     if isinstance(argv, str):
         try:
@@ -213,7 +215,7 @@ def parse_command(argv: Sequence[str] | str) -> VllmCommand:
             raise CommandLineError(f"cannot split the command line: {exc}") from None
     argv = [str(a) for a in argv]
     launcher, rest = _split_launcher(argv)
-    occurrences = scan_tokens(rest, strict=True)
+    occurrences = scan_tokens(rest, strict=strict)
     model = None
     for occ in occurrences:
         if occ.dest == "model" and occ.raw:

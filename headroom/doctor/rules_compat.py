@@ -1,0 +1,226 @@
+"""Start-up refusals that one engine argument answers: a dtype or fp8 format the GPU cannot
+run, a quantization method below the GPU's capability, more sequences than a hybrid model's
+state blocks, and prompts longer than the scheduler's limit.
+
+The log reader does not classify these texts yet, so each rule matches its own vLLM message
+on the raw log lines. Every pattern is the text vLLM prints (the source file and the public
+threads it was read from are named beside it; tests/fixtures/incidents has the threads).
+"""
+
+from __future__ import annotations
+
+import re
+
+from headroom.doctor.findings import Action, Finding
+
+# vllm/worker/worker.py `_check_if_gpu_supports_dtype` (V0, 0.1-0.10; later in
+# vllm/platforms/cuda.py): "Bfloat16 is only supported on GPUs with compute capability of at
+# least 8.0. Your Tesla T4 GPU has compute capability 7.5." (vllm#946, vllm#1157, vllm#1400).
+_BF16_CAPABILITY = re.compile(
+    r"Bfloat16 is only supported on GPUs with compute capability of at least (?P<need>[\d.]+)\."
+    r"(?: Your (?P<gpu>.+?) GPU has compute capability (?P<have>[\d.]+))?"
+)
+# vLLM's quantization dtype check (0.2-0.5: model_loader; later config.py):
+# "torch.bfloat16 is not supported for quantization method awq. Supported dtypes:
+# [torch.float16]" (vllm#1823, vllm#1941).
+_QUANT_DTYPE = re.compile(
+    r"(?:torch\.)?(?P<dtype>\w+) is not supported for quantization method (?P<method>\w+)\."
+    r"\s*Supported dtypes: \[(?P<supported>[^\]]*)\]"
+)
+# Triton's fp8 e4m3 ("fp8e4nv") on GPUs before sm_89, raised by vLLM's fp8 KV-cache kernels:
+# "type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15',
+# 'fp8e5')" and (older Triton) "fp8e4nv data type is not supported on CUDA arch < 89"
+# (vllm#7714, vllm#26431, 1CatAI/1Cat-vLLM#27).
+_FP8_E4M3_ARCH = re.compile(
+    r"type fp8e4nv not supported in this architecture|fp8e4nv data type is not supported on CUDA arch"
+)
+# vllm/model_executor/layers/quantization (0.4+): "The quantization method fp8 is not supported
+# for the current GPU. Minimum capability: 90. Current capability: 86." (vllm#4327).
+_QUANT_CAPABILITY = re.compile(
+    r"The quantization method (?P<method>\S+) is not supported for the current GPU\. "
+    r"Minimum capability: (?P<need>\d+)\. Current capability: (?P<have>\d+)"
+)
+# vllm/config/compilation.py (hybrid Mamba/linear-attention models, 0.17+): "max_num_seqs
+# (1024) exceeds available Mamba cache blocks (856). Each decode sequence requires one Mamba
+# cache block, ..." (vllm#49064, vllm-project/recipes#551, kaito-project/kaito#2319).
+_MAMBA_BLOCKS = re.compile(
+    r"max_num_seqs \((?P<seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"
+)
+# The scheduler (V0 vllm/core/scheduler.py, V1 vllm/v1/core/sched/scheduler.py): "Input
+# prompt (%d tokens) is too long and exceeds limit of %d". V0's limit is max_model_len, or
+# min(max_model_len, max_num_batched_tokens) without chunked prefill; V1 also caps it at the
+# KV cache's capacity (vllm#525, vllm#765, vllm#13370, vllm#10440).
+_PROMPT_TOO_LONG = re.compile(
+    r"Input prompt \((?P<tokens>\d+) tokens\) is too long and exceeds limit of (?P<limit>\d+)"
+)
+# max_num_batched_tokens defaults that became prompt limits: 2560 (0.1.x), 2048 (chunked
+# prefill's default when max_model_len > 32K, 0.4-0.7).
+_BATCHED_DEFAULTS = (2560, 2048)
+
+
+def _first(ctx, pattern: re.Pattern[str]) -> tuple[re.Match[str], str] | None:
+    for line in ctx.raw_lines:
+        match = pattern.search(line)
+        if match:
+            return match, line.strip()
+    return None
+
+
+def dtype_unsupported(ctx) -> list[Finding]:
+    found = _first(ctx, _BF16_CAPABILITY) or _first(ctx, _QUANT_DTYPE)
+    if found is None:
+        return []
+    match, line = found
+    if match.re is _QUANT_DTYPE:
+        why = f"{match.group('method')} kernels take {match.group('supported')} only"
+    else:
+        gpu = match.group("gpu") or "this GPU"
+        why = f"bfloat16 needs compute capability {match.group('need')}; {gpu} has less"
+    return [
+        Finding(
+            "dtype-unsupported",
+            None,
+            "error",
+            "The model's dtype cannot run here: use float16",
+            (line[:400],),
+            (
+                Action(
+                    "dtype", "set", "half", why, "fp16 range: rare overflow on bf16-trained models"
+                ),
+            ),
+        )
+    ]
+
+
+def fp8_kv_unsupported(ctx) -> list[Finding]:
+    found = _first(ctx, _FP8_E4M3_ARCH)
+    if found is None:
+        return []
+    _, line = found
+    kv = (ctx.knobs.kv_cache_dtype or "").lower()
+    acts: tuple[Action, ...] = ()
+    if ctx.inputs.command is None or kv.startswith("fp8") and kv != "fp8_e5m2":
+        acts = (
+            Action(
+                "kv_cache_dtype",
+                "set",
+                "fp8_e5m2",
+                "this GPU has no fp8 e4m3 (sm_89+); e5m2 needs no hardware fp8 and no scales",
+                "e5m2 keeps fewer mantissa bits than e4m3: check output quality",
+            ),
+        )
+    return [
+        Finding(
+            "fp8-e4m3-unsupported",
+            5,
+            "error",
+            "fp8 e4m3 is not available on this GPU",
+            (line[:400],),
+            acts,
+        )
+    ]
+
+
+def quantization_unsupported(ctx) -> list[Finding]:
+    found = _first(ctx, _QUANT_CAPABILITY)
+    if found is None:
+        return []
+    match, line = found
+    need, have = match.group("need"), match.group("have")
+    why = (
+        f"{match.group('method')} needs compute capability {int(need) / 10:.1f}, this GPU has "
+        f"{int(have) / 10:.1f}: a checkpoint in a method it runs (AWQ/GPTQ, or unquantized)"
+    )
+    return [
+        Finding(
+            "quantization-unsupported-gpu",
+            1,
+            "error",
+            f"Quantization {match.group('method')} is not supported on this GPU",
+            (line[:400],),
+            (Action("quantization", "set", None, why, "another checkpoint, or a newer GPU"),),
+        )
+    ]
+
+
+def mamba_blocks_below_max_num_seqs(ctx) -> list[Finding]:
+    found = _first(ctx, _MAMBA_BLOCKS)
+    if found is None:
+        return []
+    match, line = found
+    seqs, blocks = int(match.group("seqs")), int(match.group("blocks"))
+    acts = (
+        Action(
+            "max_num_seqs",
+            "lower",
+            blocks,
+            f"a hybrid model keeps one state block per running sequence: {blocks} fit, "
+            f"{seqs} were asked for",
+            "fewer sequences decoded at once",
+        ),
+    )
+    evidence = (line[:400], f"max_num_seqs {seqs} > {blocks} Mamba cache blocks")
+    return [
+        Finding(
+            "mamba-blocks-below-max-num-seqs",
+            4,
+            "error",
+            "More sequences than the hybrid model's state blocks",
+            evidence,
+            acts,
+        )
+    ]
+
+
+def prompt_too_long(ctx) -> list[Finding]:
+    found = _first(ctx, _PROMPT_TOO_LONG)
+    if found is None:
+        return []
+    match, line = found
+    tokens, limit = int(match.group("tokens")), int(match.group("limit"))
+    knobs = ctx.knobs
+    max_len = knobs.max_model_len
+    batched = knobs.max_num_batched_tokens
+    raise_len = Action(
+        "max_model_len",
+        "raise",
+        tokens,
+        f"the limit is max_model_len ({limit}); the model may allow more",
+        "more KV cache per request; not beyond the model's trained context",
+    )
+    raise_batched = Action(
+        "max_num_batched_tokens",
+        "raise",
+        max(tokens, max_len or 0) or tokens,
+        f"the scheduler's limit ({limit}) is max_num_batched_tokens, not the model's length",
+        "a larger activation peak per step",
+    )
+    # Which knob is the limit: the one the command line sets to it; else a default
+    # max_num_batched_tokens when max_model_len is known (or presumed) to be larger.
+    if batched == limit or (max_len and max_len > limit and batched in (None, limit)):
+        acts = (raise_batched, raise_len)
+    elif max_len == limit:
+        acts = (raise_len, raise_batched)
+    elif limit in _BATCHED_DEFAULTS and limit == 2560:
+        acts = (raise_batched, raise_len)
+    else:
+        acts = (raise_len, raise_batched)
+    return [
+        Finding(
+            "prompt-too-long",
+            4,
+            "warning",
+            f"Prompts of {tokens:,} tokens are dropped: the limit is {limit:,}",
+            (line[:400],),
+            acts,
+        )
+    ]
+
+
+RULES = (
+    dtype_unsupported,
+    fp8_kv_unsupported,
+    quantization_unsupported,
+    mamba_blocks_below_max_num_seqs,
+    prompt_too_long,
+)

@@ -1,0 +1,100 @@
+"""Start-up refusals one engine argument answers (headroom/doctor/rules_compat.py), fed the
+texts vLLM printed in public threads (tests/fixtures/incidents has the threads)."""
+
+from __future__ import annotations
+
+import pytest
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.vllm_cmd import parse_command
+
+
+def _top(log: str, argv: list[str] | None = None):
+    d = diagnose(DoctorInputs(log=log, command=parse_command(argv) if argv else None))
+    assert d.findings, "no finding for a refusal vLLM printed"
+    return d.findings[0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
+        "Your Tesla V100-SXM2-32GB GPU has compute capability 7.0.",
+        "(VllmWorkerProcess pid=7) ERROR 04-24 16:06:40 worker_base.py:157] ValueError: Bfloat16 is "
+        "only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has "
+        "compute capability 7.5. You can use float16 instead by explicitly setting the`dtype` flag "
+        "in CLI, for example: --dtype=half.",
+        "ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes:"
+        " [torch.float16]",
+    ],
+)
+def test_a_dtype_the_gpu_or_kernel_cannot_run_sets_dtype_half(line):
+    top = _top(line)
+    assert top.id == "dtype-unsupported" and top.step is None
+    act = top.actions[0]
+    assert (act.knob, act.direction, act.value) == ("dtype", "set", "half")
+
+
+def test_fp8_e4m3_kv_on_an_old_gpu_sets_e5m2_when_the_line_asked_for_fp8():
+    line = (
+        '(Worker_TP0 pid=60352) ERROR 05-06 06:47:41 [multiproc_executor.py:852] ValueError("type '
+        "fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', "
+        "'fp8e5')\")"
+    )
+    top = _top(line, ["vllm", "serve", "m", "--kv-cache-dtype", "fp8"])
+    assert top.id == "fp8-e4m3-unsupported" and top.step == 5
+    assert (top.actions[0].knob, top.actions[0].value) == ("kv_cache_dtype", "fp8_e5m2")
+    # an fp8 error on a line that never asked for fp8 KV is not answered with the KV knob
+    other = _top(line, ["vllm", "serve", "m"])
+    assert not any(a.knob == "kv_cache_dtype" for a in other.actions)
+
+
+def test_a_quantization_method_above_the_gpus_capability():
+    top = _top(
+        "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum "
+        "capability: 90. Current capability: 86."
+    )
+    assert top.id == "quantization-unsupported-gpu"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("quantization", "set")
+
+
+def test_more_sequences_than_mamba_blocks_lowers_max_num_seqs_to_the_blocks():
+    top = _top(
+        "ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (856). Each decode "
+        "sequence requires one Mamba cache block, so CUDA graph capture cannot proceed."
+    )
+    assert top.id == "mamba-blocks-below-max-num-seqs" and top.step == 4
+    act = top.actions[0]
+    assert (act.knob, act.direction, act.value) == ("max_num_seqs", "lower", 856)
+
+
+LONG = "WARNING 02-16 15:37:32 scheduler.py:947] Input prompt (2501 tokens) is too long and exceeds limit of {}"
+
+
+def test_prompt_limit_set_by_max_model_len_raises_max_model_len():
+    top = _top(LONG.format(1000), ["vllm", "serve", "m", "--max-model-len", "1000"])
+    assert top.id == "prompt-too-long"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("max_model_len", "raise")
+
+
+def test_prompt_limit_below_a_longer_max_model_len_is_the_batch_budget():
+    top = _top(LONG.format(2048), ["vllm", "serve", "m", "--max-model-len", "128000"])
+    assert (top.actions[0].knob, top.actions[0].direction) == ("max_num_batched_tokens", "raise")
+
+
+def test_the_old_default_batch_budget_2560_is_recognised():
+    top = _top(LONG.format(2560))
+    assert top.actions[0].knob == "max_num_batched_tokens"
+
+
+def test_sleep_mode_wake_up_oom_lowers_utilization_not_raises_tp():
+    log = (
+        '(ActorModelRayActor pid=348952)   File "/usr/local/lib/python3.10/dist-packages/vllm/'
+        'device_allocator/cumem.py", line 207, in wake_up\n'
+        "(ActorModelRayActor pid=348952) RuntimeError: CUDA Error: out of memory at "
+        "/workspace/csrc/cumem_allocator.cpp:62"
+    )
+    top = _top(log, ["vllm", "serve", "m", "--gpu-memory-utilization", "0.6"])
+    assert top.id == "cuda-oom-sleep-wake"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "lower")
+    assert not any(a.knob == "tensor_parallel_size" for a in top.actions)
