@@ -126,9 +126,12 @@ def build_inputs(args, vllm_argv: list[str]):
             vllm_argv = rest if rest and rest[0].startswith("-") else ["env", *vllm_argv]
         try:
             command = parse_command(vllm_argv)
-        except CommandLineError:
-            # A value this release's parser rejects (an older release's syntax) must not
-            # cost the whole diagnosis: read the line leniently; the rest stays checked.
+        except CommandLineError as exc:
+            # A value in another release's syntax (`--limit-mm-per-prompt image=3`) must not
+            # cost the whole diagnosis: read the line leniently. A flag without its value or
+            # an unknown launcher stays bad input.
+            if " expects " not in str(exc):
+                raise
             command = parse_command(vllm_argv, strict=False)
     log = None
     if args.log:
