@@ -16,6 +16,8 @@ import argparse
 import json
 import sys
 
+from headroom.doctor.bringup import NodeLine, plan_bringup, render_bringup
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -27,9 +29,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a local model directory, a config.json, or a known model name",
     )
     p.add_argument(
-        "--gpus", required=True, help="COUNTxNAME[:MEMORY_GIB] per node, e.g. 8xH100, 4xRTX4090"
+        "--gpus",
+        required=True,
+        help="COUNTxNAME[:MEMORY_GIB] per node (8xH100, 4xRTX4090) or NODESxCOUNTxNAME (2x8xH100)",
     )
-    p.add_argument("--nodes", type=int, default=1, help="number of such nodes (default 1)")
+    p.add_argument(
+        "--nodes", type=int, default=None, help="number of such nodes (default 1, or from --gpus)"
+    )
     p.add_argument("--context", type=int, help="tokens per request (default: the model's maximum)")
     p.add_argument(
         "--concurrency", type=int, default=1, help="requests at full context at once (default 1)"
@@ -43,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def render_text(p) -> str:
+def render_text(p, bringups: tuple = ()) -> str:
     a = p.account
     rows = [
         ("GPU memory (CUDA total)", f"{a.gpu_usable_gib:.2f} GiB"),
@@ -65,7 +71,8 @@ def render_text(p) -> str:
     ]
     width = max(len(k) for k, _ in rows)
     out = [
-        f"{p.model_name} on {p.nodes} node(s) x {p.gpu.describe()}, vLLM {a.version}, goal {p.goal}",
+        f"{p.model_name} on {p.gpu.shape(p.nodes)}: {p.gpu.describe()}, vLLM {a.version}, "
+        f"goal {p.goal}",
         f"wanted: {p.concurrency} x {p.context:,} tokens",
         "",
         f"Per GPU, at TP {p.tp} x PP {p.pp}" + (f" x DP {p.dp}" if p.dp > 1 else ""),
@@ -86,7 +93,34 @@ def render_text(p) -> str:
         ("Evaluated" if p.evaluated_command else "Recommended") + " command:",
         "  " + " ".join(p.command),
     ]
+    if bringups:
+        out += [""] + render_bringup(bringups)
     return "\n".join(out)
+
+
+def multinode_bringups(p, model_arg: str) -> tuple:
+    """Both backends' per-node bring-up when the layout spans nodes (step 3), else ()."""
+    if p.nodes < 2 or p.tp * p.pp <= p.gpu.count:
+        return ()
+    argv = list(p.command)
+    extra = _flags_after_layout(argv[3:]) if argv[:2] == ["vllm", "serve"] else []
+    return plan_bringup(
+        model_arg, tp=p.tp, pp=p.pp, nodes=p.nodes, gpus_per_node=p.gpu.count, extra_flags=extra
+    )
+
+
+def _flags_after_layout(flags: list[str]) -> list[str]:
+    """The recommended line's flags without TP/PP (the bring-up says those itself)."""
+    out, skip = [], False
+    for token in flags:
+        if skip:
+            skip = False
+            continue
+        if token in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp"):
+            skip = True
+            continue
+        out.append(token)
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -99,18 +133,15 @@ def main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
-    from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec
+    from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec, resolve_nodes
     from headroom.doctor.model_table import UnknownModelError, resolve_model
     from headroom.doctor.planner import plan, plan_to_json
 
     try:
-        if (
-            args.nodes < 1
-            or args.concurrency < 1
-            or (args.context is not None and args.context < 1)
-        ):
-            raise ValueError("--nodes, --concurrency and --context must be positive")
+        if args.concurrency < 1 or (args.context is not None and args.context < 1):
+            raise ValueError("--concurrency and --context must be positive")
         gpu = parse_gpu_spec(args.gpus)
+        nodes = resolve_nodes(gpu, args.nodes)
         model = resolve_model(args.model)
         topology = _topology(args.topo) if args.topo else None
         command = None
@@ -121,7 +152,7 @@ def main(argv: list[str]) -> int:
         result = plan(
             model,
             gpu,
-            nodes=args.nodes,
+            nodes=nodes,
             context=args.context,
             concurrency=args.concurrency,
             goal=args.goal,
@@ -135,8 +166,19 @@ def main(argv: list[str]) -> int:
     if command is None and result.command:
         # Keep the name exactly as the user wrote it (an HF id or a path) in the command line.
         result = _with_model_arg(result, args.model)
-    print(json.dumps(plan_to_json(result), indent=2) if args.json else render_text(result))
+    bringups = multinode_bringups(result, args.model)
+    if args.json:
+        doc = plan_to_json(result)
+        doc["shape"] = result.gpu.shape(result.nodes)
+        doc["bringup"] = {b.backend: [_line_json(x) for x in b.lines] for b in bringups}
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render_text(result, bringups))
     return 0 if result.fits else 1
+
+
+def _line_json(line: NodeLine) -> dict:
+    return {"node": line.node, "env": dict(line.env), "argv": list(line.argv), "why": line.why}
 
 
 def _topology(path: str):

@@ -41,6 +41,7 @@ def all_rules():
     from headroom.doctor import (
         rules_compat,
         rules_gpu,
+        rules_multinode,
         rules_oom,
         rules_parallel,
         rules_runtime,
@@ -56,6 +57,7 @@ def all_rules():
         + rules_gpu.RULES
         + rules_topology.RULES
         + rules_compat.RULES
+        + rules_multinode.RULES
     )
 
 

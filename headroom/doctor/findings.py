@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # snapshot types of the probe layer; only needed for annotati
     from headroom.probes.metrics import ServerMetrics
     from headroom.probes.model import ModelShape
     from headroom.probes.nvml import GpuSnapshot
+    from headroom.probes.ray_cluster import RayCluster
     from headroom.probes.topology import TopologyMatrix
     from headroom.probes.vllm_log import LogDigest
     from headroom.vllm_cmd import VllmCommand
@@ -151,6 +152,7 @@ class DoctorInputs:
     host: HostFacts | None = None
     vllm_version: str | None = None
     nodes: int = 1
+    ray_cluster: RayCluster | None = None  # the Ray cluster under a multi-node start
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -2,7 +2,8 @@
 
 Examples: `8xH100`, `2xRTX3090`, `4xA100:40`, `2xGPU:16` (an unknown card with 16 GiB; reports
 often say only "a 16 GB card"). Several groups may be joined with `+` for a mixed box
-(`1xRTX5070Ti:16+1xRTX5090`).
+(`1xRTX5070Ti:16+1xRTX5090`). `NODESxCOUNTxNAME` says the shape once: `2x8xH100` is two
+nodes of eight H100 (16 in all), where `16xH100 --nodes 2` means 16 per node.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ class GpuSpec:
     bandwidth_gbps: float | None
     known: bool  # from the built-in table (else only the memory was given)
     groups: tuple[tuple[int, str, float], ...] = ()  # (count, name, usable_gib) when mixed
+    nodes: int | None = None  # from NODESxCOUNTxNAME; None = the spec did not say
+
+    def shape(self, nodes: int | None = None) -> str:
+        """The reading printed back: '2 nodes x 8 H100 (16 GPUs in all)'."""
+        n = self.nodes or nodes or 1
+        if n == 1:
+            return f"1 node x {self.count} {self.name}"
+        return f"{n} nodes x {self.count} {self.name} ({n * self.count} GPUs in all)"
 
     @property
     def min_usable_gib(self) -> float:
@@ -45,11 +54,11 @@ class GpuSpec:
 
 
 _PART = re.compile(
-    r"^\s*(?:(?P<count>\d+)\s*[xX*]\s*)?(?P<name>[A-Za-z0-9][A-Za-z0-9 ._-]*?)\s*(?::\s*(?P<mem>\d+(?:\.\d+)?)\s*(?:GiB|GB|G)?)?\s*$"
+    r"^\s*(?:(?P<nodes>\d+)\s*[xX*]\s*(?=\d))?(?:(?P<count>\d+)\s*[xX*]\s*)?(?P<name>[A-Za-z0-9][A-Za-z0-9 ._-]*?)\s*(?::\s*(?P<mem>\d+(?:\.\d+)?)\s*(?:GiB|GB|G)?)?\s*$"
 )
 
 
-def _one(part: str) -> tuple[int, str, GpuModel | None, float | None]:
+def _one(part: str) -> tuple[int, int | None, str, GpuModel | None, float | None]:
     match = _PART.match(part)
     if not match:
         raise GpuSpecError(
@@ -58,11 +67,14 @@ def _one(part: str) -> tuple[int, str, GpuModel | None, float | None]:
     count = int(match.group("count") or 1)
     if count < 1 or count > 1024:
         raise GpuSpecError(f"GPU count must be 1..1024, got {count} in {part!r}")
+    nodes = int(match.group("nodes")) if match.group("nodes") else None
+    if nodes is not None and not 1 <= nodes <= 1024:
+        raise GpuSpecError(f"node count must be 1..1024, got {nodes} in {part!r}")
     name = match.group("name").strip()
     mem = float(match.group("mem")) if match.group("mem") else None
     if mem is not None and not 0.5 <= mem <= 4096:
         raise GpuSpecError(f"GPU memory must be 0.5..4096 GiB, got {mem:g} in {part!r}")
-    return count, name, find_gpu(name), mem
+    return count, nodes, name, find_gpu(name), mem
 
 
 def parse_gpu_spec(text: str) -> GpuSpec:
@@ -70,8 +82,11 @@ def parse_gpu_spec(text: str) -> GpuSpec:
     if not text or not text.strip():
         raise GpuSpecError("empty GPU spec: expected COUNTxNAME[:MEMORY_GIB], e.g. 8xH100")
     groups: list[tuple[int, str, float, float, bool, float | None, bool]] = []
-    for part in text.split("+"):
-        count, name, model, mem = _one(part)
+    parts = text.split("+")
+    node_counts: set[int | None] = set()
+    for part in parts:
+        count, nodes, name, model, mem = _one(part)
+        node_counts.add(nodes)
         if model is None and mem is None:
             raise GpuSpecError(
                 f"unknown GPU {name!r}: give its memory, e.g. {count}x{name}:24 "
@@ -97,6 +112,11 @@ def parse_gpu_spec(text: str) -> GpuSpec:
             )
         elif mem is not None:  # (an unknown name without memory was refused above)
             groups.append((count, name, mem, round(mem * 0.984, 2), False, None, False))
+    if len(parts) > 1 and node_counts != {None}:
+        raise GpuSpecError(
+            f"cannot read {text!r}: a node count (NODESxCOUNTxNAME) is for one kind of node; "
+            "give mixed GPUs per node and --nodes"
+        )
     first = groups[0]
     tightest = min(groups, key=lambda g: g[3])
     return GpuSpec(
@@ -108,6 +128,7 @@ def parse_gpu_spec(text: str) -> GpuSpec:
         bandwidth_gbps=tightest[5],
         known=all(g[6] for g in groups),
         groups=tuple((g[0], g[1], g[3]) for g in groups),
+        nodes=next(iter(node_counts)) if len(parts) == 1 else None,
     )
 
 
@@ -133,3 +154,15 @@ def spec_from_snapshot(snapshot) -> GpuSpec | None:
         bandwidth_gbps=model.bandwidth_gbps if model else None,
         known=model is not None,
     )
+
+
+def resolve_nodes(spec: GpuSpec, flag_nodes: int | None) -> int:
+    """Nodes from `--gpus NODESxCOUNTxNAME` or `--nodes`; both saying different things is an
+    error rather than a guess (`16xH100 --nodes 2` means 16 per node, 32 in all)."""
+    if flag_nodes is not None and flag_nodes < 1:
+        raise GpuSpecError("--nodes must be positive")
+    if spec.nodes is not None and flag_nodes is not None and flag_nodes != spec.nodes:
+        raise GpuSpecError(
+            f"--gpus says {spec.nodes} nodes and --nodes says {flag_nodes}: give one of them"
+        )
+    return spec.nodes or flag_nodes or 1
