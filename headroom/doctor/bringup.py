@@ -85,7 +85,11 @@ def plan_bringup(
             "head",
             {"VLLM_HOST_IP": head, "GLOO_SOCKET_IFNAME": iface},
             (
-                "ray", "start", "--head", f"--node-ip-address={head}", f"--port={RAY_PORT}",
+                "ray",
+                "start",
+                "--head",
+                f"--node-ip-address={head}",
+                f"--port={RAY_PORT}",
                 f"--num-gpus={gpus_per_node}",
             ),
             "VLLM_HOST_IP and GLOO_* are not copied to Ray workers: each node sets its own",
@@ -98,7 +102,10 @@ def plan_bringup(
                 f"node {n}",
                 {"VLLM_HOST_IP": ip, "GLOO_SOCKET_IFNAME": iface},
                 (
-                    "ray", "start", f"--address={head}:{RAY_PORT}", f"--node-ip-address={ip}",
+                    "ray",
+                    "start",
+                    f"--address={head}:{RAY_PORT}",
+                    f"--node-ip-address={ip}",
                     f"--num-gpus={gpus_per_node}",
                 ),
                 "VLLM_HOST_IP must equal the --node-ip-address Ray registers for this node",
@@ -112,7 +119,9 @@ def plan_bringup(
                 "NCCL_SOCKET_IFNAME": iface,
                 "VLLM_RAY_EXTRA_ENV_VAR_PREFIXES_TO_COPY": "GLOO_",
             },
-            tuple(_serve_argv(model, tp, pp, [*extra_flags, "--distributed-executor-backend", "ray"])),
+            tuple(
+                _serve_argv(model, tp, pp, [*extra_flags, "--distributed-executor-backend", "ray"])
+            ),
             "one vllm serve on the head sees every Ray GPU; NCCL_* is copied to the workers",
         )
     )
@@ -155,7 +164,9 @@ def plan_bringup(
             f"every node reaches {head}:{MASTER_PORT} (--master-port) before the head times out",
             "node ranks > 0 log 'Launching vLLM ... headless multiproc executor'",
         ),
-        notes=("start the head first; the same command line on every node but --node-rank and --headless",),
+        notes=(
+            "start the head first; the same command line on every node but --node-rank and --headless",
+        ),
     )
     return ray, mp
 
@@ -164,7 +175,11 @@ def render_bringup(bringups: Sequence[BringUp]) -> list[str]:
     """Text lines for `headroom plan`."""
     out: list[str] = []
     for bringup in bringups:
-        title = "Ray (--distributed-executor-backend ray)" if bringup.backend == "ray" else "multiprocessing (--nnodes)"
+        title = (
+            "Ray (--distributed-executor-backend ray)"
+            if bringup.backend == "ray"
+            else "multiprocessing (--nnodes)"
+        )
         out.append(f"bring-up with {title}:")
         for line in bringup.lines:
             out.append(f"  [{line.node}] {line.shell()}")

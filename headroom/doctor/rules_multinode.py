@@ -40,7 +40,7 @@ def _pending(cluster: RayCluster) -> list[tuple[tuple[dict[str, float], ...], st
     return found
 
 
-def _pins(bundles: tuple[dict[str, float], ...]) -> list[str]:
+def _pins(bundles: tuple[dict[str, float], ...]) -> tuple[str, ...]:
     return PendingDemand(bundles=bundles, strategy=None, placement_group=True, text="").pinned_nodes
 
 
@@ -93,6 +93,7 @@ def _wait_cause(cluster: RayCluster, bundles, strategy, seen: str) -> Finding | 
                     f"TP x PP must fit the {_fmt(total)} GPUs Ray sees (or add nodes / fix a "
                     "GPU that registered under another resource name)",
                     "less memory per replica",
+                    step=3,
                 ),
             ),
         )
@@ -114,6 +115,7 @@ def _wait_cause(cluster: RayCluster, bundles, strategy, seen: str) -> Finding | 
                     int(max(per_node)),
                     "TP inside a node, PP across nodes",
                     "pipeline bubbles",
+                    step=3,
                 ),
             ),
         )
@@ -182,6 +184,7 @@ def ray_cluster_findings(cluster: RayCluster | None, *, tp: int | None = None) -
                         "TP inside a node, PP across nodes",
                         "pipeline bubbles at low concurrency",
                         also=(("pipeline_parallel_size", -(-tp // biggest)),),
+                        step=3,
                     ),
                 ),
             )

@@ -154,7 +154,11 @@ def placement_groups_from_state_api(body: object) -> tuple[RayPlacementGroup, ..
         if not pg_id:
             continue
         raw_bundles = item.get("bundles")
-        bundles = [b for b in raw_bundles[:MAX_ITEMS] if isinstance(b, dict)] if isinstance(raw_bundles, list) else []
+        bundles = (
+            [b for b in raw_bundles[:MAX_ITEMS] if isinstance(b, dict)]
+            if isinstance(raw_bundles, list)
+            else []
+        )
         stats = item.get("stats") if isinstance(item.get("stats"), dict) else {}
         groups.append(
             RayPlacementGroup(
@@ -164,7 +168,9 @@ def placement_groups_from_state_api(body: object) -> tuple[RayPlacementGroup, ..
                 strategy=_str(item.get("strategy")),
                 bundles=tuple(_resources(b.get("unit_resources")) for b in bundles),
                 bundle_nodes=tuple(_str(b.get("node_id")) for b in bundles),
-                scheduling_state=_str(stats.get("scheduling_state")) if isinstance(stats, dict) else None,
+                scheduling_state=_str(stats.get("scheduling_state"))
+                if isinstance(stats, dict)
+                else None,
             )
         )
     return tuple(groups)
@@ -219,9 +225,15 @@ class RayClusterProbe:
         return RayCluster(time.monotonic(), self.address, None, nodes, groups, tuple(problems))
 
     async def _read_status(self, problems: list[str]) -> RayStatus | None:
-        exe = shutil.which(self.ray_executable) if os.sep not in self.ray_executable else self.ray_executable
+        exe = (
+            shutil.which(self.ray_executable)
+            if os.sep not in self.ray_executable
+            else self.ray_executable
+        )
         if not exe or not os.path.exists(exe):
-            problems.append(f"`{self.ray_executable}` not found: ray status not read (set HEADROOM_RAY)")
+            problems.append(
+                f"`{self.ray_executable}` not found: ray status not read (set HEADROOM_RAY)"
+            )
             return None
         argv: Sequence[str] = [exe, "status", "-v"]
         if self.address:
@@ -261,13 +273,18 @@ class RayClusterProbe:
         assert self.dashboard_url is not None
         results: list[object | None] = []
         async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
-            for path in ("/api/v0/nodes?limit=1000", "/api/v0/placement_groups?limit=1000&detail=true"):
+            for path in (
+                "/api/v0/nodes?limit=1000",
+                "/api/v0/placement_groups?limit=1000&detail=true",
+            ):
                 results.append(await self._get_json(client, self.dashboard_url + path, problems))
         nodes = nodes_from_state_api(results[0]) if results[0] is not None else None
         groups = placement_groups_from_state_api(results[1]) if results[1] is not None else None
         return nodes, groups
 
-    async def _get_json(self, client: httpx.AsyncClient, url: str, problems: list[str]) -> object | None:
+    async def _get_json(
+        self, client: httpx.AsyncClient, url: str, problems: list[str]
+    ) -> object | None:
         try:
             async with client.stream("GET", url) as response:
                 if response.status_code != 200:

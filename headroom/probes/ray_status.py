@@ -53,9 +53,13 @@ _RESOURCE = re.compile(
     r"(?P<name>\S+)(?:\s+\((?P<pg_used>[\d.]+)\s+used of\s+(?P<pg_reserved>[\d.]+)\s+reserved"
     r" in placement groups\))?$"
 )
-_DEMAND_TAIL = re.compile(r"\((?P<strategy>[A-Z_]+)\):\s*(?P<count>\S+)\s+pending placement groups?")
+_DEMAND_TAIL = re.compile(
+    r"\((?P<strategy>[A-Z_]+)\):\s*(?P<count>\S+)\s+pending placement groups?"
+)
 _BUNDLE = re.compile(r"(\{[^{}]*\})\s*\*\s*(\d+)")
-_FAILURE = re.compile(r"^(?P<type>[^:]+):\s*(?P<reason>\w+)(?:\s*\((?:ip|latest_attempt):\s*(?P<ip>[^)]+)\))?")
+_FAILURE = re.compile(
+    r"^(?P<type>[^:]+):\s*(?P<reason>\w+)(?:\s*\((?:ip|latest_attempt):\s*(?P<ip>[^)]+)\))?"
+)
 _NODE_HEADER = re.compile(r"^Node:\s*(?P<id>\S+)(?:\s+\((?P<type>[^)]*)\))?")
 _PENDING_IP = re.compile(r"^(?P<ip>[\d.:a-fA-F]+):\s*(?P<type>[^,]+),\s*(?P<state>.+)$")
 
@@ -151,7 +155,11 @@ def _parse_bundle(text: str) -> Mapping[str, float] | None:
         return None
     out: dict[str, float] = {}
     for key, amount in value.items():
-        if isinstance(key, str) and isinstance(amount, int | float) and not isinstance(amount, bool):
+        if (
+            isinstance(key, str)
+            and isinstance(amount, int | float)
+            and not isinstance(amount, bool)
+        ):
             out[key] = float(amount)
     return out
 
@@ -225,19 +233,25 @@ def parse_ray_status(text: str) -> RayStatus:
                 close_node()
                 node = None
             continue
-        if key in ("node status", "resources") or key.startswith(("gcs request", "node provider", "autoscaler iteration")):
+        if key in ("node status", "resources") or key.startswith(
+            ("gcs request", "node provider", "autoscaler iteration")
+        ):
             continue
         if section in ("active", "idle"):
             match = _NODE_COUNT.match(line)
             if match:
-                (active if section == "active" else idle).append((int(match.group(1)), match.group(2)))
+                (active if section == "active" else idle).append(
+                    (int(match.group(1)), match.group(2))
+                )
         elif section == "pending" and not line.startswith("("):
             pending.append(line)
         elif section == "failures" and not line.startswith("("):
             match = _FAILURE.match(line)
             if match:
                 failures.append(
-                    RecentFailure(match.group("type").strip(), match.group("reason"), match.group("ip"), line)
+                    RecentFailure(
+                        match.group("type").strip(), match.group("reason"), match.group("ip"), line
+                    )
                 )
         elif section in ("usage", "node"):
             match = _RESOURCE.match(line)

@@ -68,15 +68,29 @@ async def main(ray_bin: Path) -> dict:
         t0 = time.monotonic()
         run(
             [
-                ray, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={GCS_PORT}",
-                "--num-gpus=2", "--num-cpus=1", "--dashboard-host=127.0.0.1",
-                "--dashboard-port=8299", "--disable-usage-stats", f"--temp-dir={temp}",
+                ray,
+                "start",
+                "--head",
+                "--node-ip-address=127.0.0.1",
+                f"--port={GCS_PORT}",
+                "--num-gpus=2",
+                "--num-cpus=1",
+                "--dashboard-host=127.0.0.1",
+                "--dashboard-port=8299",
+                "--disable-usage-stats",
+                f"--temp-dir={temp}",
             ],
             env,
         )
         run(
-            [ray, "start", f"--address=127.0.0.1:{GCS_PORT}", "--node-ip-address=127.0.0.1",
-             "--num-gpus=2", "--num-cpus=1"],
+            [
+                ray,
+                "start",
+                f"--address=127.0.0.1:{GCS_PORT}",
+                "--node-ip-address=127.0.0.1",
+                "--num-gpus=2",
+                "--num-cpus=1",
+            ],
             env,
         )
         out["start_s"] = round(time.monotonic() - t0, 1)
@@ -85,7 +99,9 @@ async def main(ray_bin: Path) -> dict:
         )
         for _ in range(30):  # the second node registers within a few seconds
             cluster = await probe.read()
-            if len(cluster.alive_nodes) == 2 and (cluster.status and cluster.status.node_count == 2):
+            if len(cluster.alive_nodes) == 2 and (
+                cluster.status and cluster.status.node_count == 2
+            ):
                 break
             await asyncio.sleep(1)
         out["up"] = cluster_json(cluster)
@@ -107,14 +123,20 @@ async def main(ray_bin: Path) -> dict:
                 break
             await asyncio.sleep(1)
         out["wait"] = [
-            {"id": f.id, "title": f.title, "evidence": list(f.evidence),
-             "actions": [[a.knob, a.direction, a.value] for a in f.actions]}
+            {
+                "id": f.id,
+                "title": f.title,
+                "evidence": list(f.evidence),
+                "actions": [[a.knob, a.direction, a.value] for a in f.actions],
+            }
             for f in findings
         ]
 
         worker = [
-            p for p in psutil.process_iter(["cmdline"])
-            if p.info["cmdline"] and p.info["cmdline"][0].endswith("raylet")
+            p
+            for p in psutil.process_iter(["cmdline"])
+            if p.info["cmdline"]
+            and p.info["cmdline"][0].endswith("raylet")
             and any(temp in arg for arg in p.info["cmdline"])
             and "--head" not in p.info["cmdline"]
         ]

@@ -37,7 +37,9 @@ def _flags(argv):
 
 
 def test_both_backends_for_tp8_pp2():
-    ray, mp = plan_bringup("M", tp=8, pp=2, nodes=2, gpus_per_node=8, node_ips=["10.0.0.1", "10.0.0.2"])
+    ray, mp = plan_bringup(
+        "M", tp=8, pp=2, nodes=2, gpus_per_node=8, node_ips=["10.0.0.1", "10.0.0.2"]
+    )
     head_start, worker_start, serve = ray.lines
     assert head_start.argv[:3] == ("ray", "start", "--head")
     assert "--node-ip-address=10.0.0.1" in head_start.argv

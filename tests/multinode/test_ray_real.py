@@ -24,7 +24,11 @@ SCENARIO = Path(__file__).with_name("ray_scenario.py")
 def _ray_bin() -> Path | None:
     home = Path(os.environ.get("HEADROOM_RAY_HOME", Path.home() / ".cache" / "headroom"))
     bin_dir = home / "ray-2.60.0" / "bin"
-    return bin_dir if (bin_dir / ".." / ".complete").resolve().exists() and (bin_dir / "ray").exists() else None
+    return (
+        bin_dir
+        if (bin_dir / ".." / ".complete").resolve().exists() and (bin_dir / "ray").exists()
+        else None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +38,13 @@ def scenario() -> dict:
         msg = "!!! Ray is not installed (scripts/setup-ray.sh): the real Ray cluster tests SKIP !!!"
         print(msg, file=sys.stderr)
         pytest.skip(msg)
-    if shutil.which("unshare") is None or subprocess.run(
-        ["unshare", "-n", "true"], capture_output=True
-    ).returncode != 0:
-        msg = "!!! cannot make a network namespace (unshare -n): the real Ray cluster tests SKIP !!!"
+    if (
+        shutil.which("unshare") is None
+        or subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0
+    ):
+        msg = (
+            "!!! cannot make a network namespace (unshare -n): the real Ray cluster tests SKIP !!!"
+        )
         print(msg, file=sys.stderr)
         pytest.skip(msg)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))

@@ -48,7 +48,9 @@ def test_verbose_output_has_per_node_gpus_and_keeps_the_format():
     status = parse_ray_status(
         read("status-2026-ray-2.60.0-verbose-strict-pack-pending-2x2gpu-loopback.txt")
     )
-    assert status.format.startswith("pending-demands")  # the node blocks' Usage: is not the old header
+    assert status.format.startswith(
+        "pending-demands"
+    )  # the node blocks' Usage: is not the old header
     assert [n.gpus_total for n in status.nodes] == [2.0, 2.0]
     assert status.gpus_total == 4.0
     assert status.pending_placement_groups[0].strategy == "STRICT_PACK"
@@ -79,7 +81,9 @@ def test_any_text_parses_without_raising(text):
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5)
+    ),
     max_leaves=40,
 )
 

@@ -54,7 +54,9 @@ def test_too_few_gpus_in_the_cluster():
 
 def test_strict_pack_larger_than_any_node():
     status = "status-2026-ray-2.60.0-verbose-strict-pack-pending-2x2gpu-loopback.txt"
-    nodes = nodes_from_state_api(json.loads((FIXTURES / "state-api-nodes-2node-loopback.json").read_text()))
+    nodes = nodes_from_state_api(
+        json.loads((FIXTURES / "state-api-nodes-2node-loopback.json").read_text())
+    )
     groups = placement_groups_from_state_api(
         json.loads((FIXTURES / "state-api-placement-groups-pending.json").read_text())
     )
@@ -81,11 +83,15 @@ def test_dead_node_and_tp_larger_than_a_node():
         RayNode("b" * 40, "10.0.0.2", "DEAD", False, 8.0, "raylet marked dead"),
     )
     c = RayCluster(0.0, None, None, nodes, ())
-    cmd = parse_command(["vllm", "serve", "M", "-tp", "16", "--distributed-executor-backend", "ray"])
+    cmd = parse_command(
+        ["vllm", "serve", "M", "-tp", "16", "--distributed-executor-backend", "ray"]
+    )
     found = {f.id: f for f in diagnose(DoctorInputs(command=cmd, ray_cluster=c)).findings}
     assert "ray-node-dead" in found and "raylet marked dead" in found["ray-node-dead"].evidence[0]
     spans = found["ray-tp-spans-nodes"]
-    assert spans.actions[0].value == 8 and dict(spans.actions[0].also)["pipeline_parallel_size"] == 2
+    assert (
+        spans.actions[0].value == 8 and dict(spans.actions[0].also)["pipeline_parallel_size"] == 2
+    )
 
 
 def test_idle_cluster_says_nothing():
