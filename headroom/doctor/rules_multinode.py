@@ -198,3 +198,47 @@ def ray_cluster_rule(ctx) -> list[Finding]:
 
 
 RULES = (ray_cluster_rule,)
+
+
+def ray_preflight(
+    cluster: RayCluster | None, *, tp: int, pp: int, host_ip: str | None
+) -> tuple[list[str], list[str]]:
+    """(failures, notes) before a start with --distributed-executor-backend ray: enough GPUs
+    per node for TP and in all for TP x PP, the driver's VLLM_HOST_IP among the Ray node IPs,
+    and no other placement group holding the GPUs this one needs."""
+    failures: list[str] = []
+    notes: list[str] = []
+    if cluster is None or not cluster.readable:
+        why = "; ".join(cluster.problems) if cluster is not None else "no Ray address given"
+        return [], [f"Ray cluster not read ({why}): the multi-node checks were skipped"]
+    per_node = cluster.gpus_per_node
+    status = cluster.status
+    total = status.gpus_total if status is not None else (sum(per_node) if per_node else None)
+    if per_node and tp > max(per_node):
+        failures.append(
+            f"TP {tp} needs {tp} GPUs in one node; the largest Ray node has {_fmt(max(per_node))}: "
+            f"use TP {int(max(per_node))} x PP {-(-tp * pp // int(max(per_node)))}"
+        )
+    if total is not None and tp * pp > total:
+        failures.append(
+            f"TP {tp} x PP {pp} needs {tp * pp} GPUs; the Ray cluster has {_fmt(total)}"
+        )
+    ips = cluster.node_ips
+    if host_ip and ips and host_ip not in ips:
+        failures.append(
+            f"VLLM_HOST_IP={host_ip} is not a Ray node IP ({', '.join(ips)}): vLLM pins its first "
+            "bundle to node:<VLLM_HOST_IP> and would wait forever"
+        )
+    elif not host_ip and len(set(ips)) > 1:
+        notes.append(
+            "VLLM_HOST_IP is not set: vLLM guesses this node's IP; set it to the IP `ray start` used"
+        )
+    used = status.gpus_used if status is not None else None
+    if total is not None and used and tp * pp <= total and tp * pp > total - used:
+        failures.append(
+            f"{_fmt(used)} of {_fmt(total)} Ray GPUs are held (another placement group or "
+            f"server): {tp * pp} are needed"
+        )
+    for demand in status.pending_placement_groups if status is not None else ():
+        notes.append(f"a placement group is already waiting: {demand.text}")
+    return failures, notes

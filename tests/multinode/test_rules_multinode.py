@@ -97,3 +97,27 @@ def test_dead_node_and_tp_larger_than_a_node():
 def test_idle_cluster_says_nothing():
     c = cluster("status-2025-05-old-format-idle-2x8gpu-gpustack-2077.txt")
     assert not [i for i in ids(DoctorInputs(ray_cluster=c)) if i.startswith("ray-")]
+
+
+def test_preflight_before_a_ray_start():
+    from headroom.doctor.rules_multinode import ray_preflight
+
+    nodes = (
+        RayNode("a" * 40, "10.0.0.1", "ALIVE", True, 8.0),
+        RayNode("b" * 40, "10.0.0.2", "ALIVE", False, 8.0),
+    )
+    idle = cluster("status-2025-05-old-format-idle-2x8gpu-gpustack-2077.txt", nodes=nodes)
+    assert ray_preflight(idle, tp=8, pp=2, host_ip="10.0.0.1") == ([], [])
+    failures, _ = ray_preflight(idle, tp=16, pp=1, host_ip="10.0.0.1")
+    assert failures and "use TP 8 x PP 2" in failures[0]
+    failures, _ = ray_preflight(idle, tp=8, pp=4, host_ip="10.0.0.1")
+    assert "needs 32 GPUs" in failures[0]
+    failures, _ = ray_preflight(idle, tp=8, pp=2, host_ip="192.168.1.5")
+    assert "not a Ray node IP" in failures[0]
+    held = (FIXTURES / "status-2025-05-old-format-idle-2x8gpu-gpustack-2077.txt").read_text()
+    held_cluster = RayCluster(
+        0.0, None, parse_ray_status(held.replace("0.0/16.0 GPU", "8.0/16.0 GPU")), nodes, ()
+    )
+    failures, _ = ray_preflight(held_cluster, tp=8, pp=2, host_ip="10.0.0.1")
+    assert "8 of 16 Ray GPUs are held" in failures[0]
+    assert ray_preflight(None, tp=8, pp=2, host_ip=None)[1][0].startswith("Ray cluster not read")
