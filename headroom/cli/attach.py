@@ -30,6 +30,7 @@ from headroom.probes.metrics import (
     normalize_base_url,
     snapshot_to_json,
 )
+from headroom.probes.server_info import ServerInfo, read_server_info
 
 REACHABLE_STATES = ("up", "metrics_off")
 
@@ -98,11 +99,15 @@ def main(argv: list[str]) -> int:
         return 2
     url = normalize_base_url(args.url)
     if args.once:
-        snapshot = asyncio.run(snapshot_once(url, args.interval, args.timeout))
+        snapshot, info = asyncio.run(_once_with_info(url, args.interval, args.timeout))
         if args.json:
-            print(json.dumps(snapshot_to_json(snapshot), indent=2, allow_nan=False))
+            data = snapshot_to_json(snapshot)
+            data["server_info"] = info_to_json(info)
+            print(json.dumps(data, indent=2, allow_nan=False))
         else:
             print(format_snapshot(snapshot))
+            if info is not None:
+                print(format_info(info))
         return 0 if snapshot.state in REACHABLE_STATES else 1
     supervisor = None
     if args.launched_with:
@@ -136,6 +141,37 @@ def _check(args: argparse.Namespace) -> str | None:
     except ValueError as error:
         return str(error)
     return None
+
+
+async def _once_with_info(
+    url: str, interval: float, timeout: float
+) -> tuple[ServerMetrics, ServerInfo | None]:
+    """The snapshot, and what the server says about itself (/v1/models, /version)."""
+    snapshot = await snapshot_once(url, interval, timeout)
+    if snapshot.state not in REACHABLE_STATES:
+        return snapshot, None
+    return snapshot, await read_server_info(url, timeout_s=min(timeout, 3.0))
+
+
+def info_to_json(info: ServerInfo | None) -> dict[str, object] | None:
+    if info is None:
+        return None
+    return {
+        "served_models": list(info.model_ids),
+        "model_root": info.model_root,
+        "max_model_len": info.max_model_len,
+        "vllm_version": info.version,
+        "message": info.message,
+    }
+
+
+def format_info(info: ServerInfo) -> str:
+    max_len = "N/A" if info.max_model_len is None else f"{info.max_model_len:,}"
+    parts = [f"  server    max_model_len {max_len}", f"vLLM {info.version or 'N/A'}"]
+    if info.model_root:
+        parts.append(f"root {info.model_root}")
+    text = ", ".join(parts)
+    return text + (f"  ({info.message})" if info.message else "")
 
 
 async def snapshot_once(url: str, interval: float, timeout: float) -> ServerMetrics:

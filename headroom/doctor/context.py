@@ -53,6 +53,10 @@ class Context:
             if getattr(total, "cache_dtype", None) and total.cache_dtype != "auto":
                 args.setdefault("kv_cache_dtype", total.cache_dtype)
             break
+        # What the server says about itself (/v1/models: max_model_len), when given.
+        reported_len = getattr(self.inputs.extra.get("server_info"), "max_model_len", None)
+        if reported_len:
+            args.setdefault("max_model_len", reported_len)
         return knobs_from_command(_ArgsView(args)) if args else Knobs()
 
     @cached_property

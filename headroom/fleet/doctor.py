@@ -30,7 +30,8 @@ def runtime_findings(server: FleetServer) -> list[FleetFinding]:
         return []
     history = list(server.history) + [server.metrics]
     version = server.info.version if server.info else None
-    diagnosis = diagnose(DoctorInputs(metrics_history=history, vllm_version=version))
+    extra = {"server_info": server.info} if server.info is not None else {}
+    diagnosis = diagnose(DoctorInputs(metrics_history=history, vllm_version=version, extra=extra))
     return [
         FleetFinding(f, (server.instance,))
         for f in diagnosis.findings

@@ -145,8 +145,15 @@ def build_rows(
         blocks = max((b for b in block_counts if b is not None), default=None)
         models.append(_row(scrape, tracker, model_keys, model, None, capacity, blocks, rows))
 
-    model_caps = [m.kv_capacity_tokens for m in models]
-    model_blocks = [m.num_gpu_blocks for m in models]
+    # One cache_config_info series describes one cache, however many model_name series point
+    # at it (an aggregator's or router's page): count each cache once in the total.
+    cache_sets = [
+        frozenset(id(_cache_labels(scrape, k[1])) for k in by_model[m.model_name]) for m in models
+    ]
+    distinct = [i for i, c in enumerate(cache_sets) if c not in cache_sets[:i]]
+    shared = len(distinct) < len(models)
+    model_caps = [models[i].kv_capacity_tokens for i in distinct]
+    model_blocks = [models[i].num_gpu_blocks for i in distinct]
     total = _row(
         scrape,
         tracker,
@@ -156,6 +163,7 @@ def build_rows(
         _whole(sum_if_all_known(model_caps)) if models else None,
         _whole(sum_if_all_known(model_blocks)) if models else None,
         models,
+        sum_free=not shared,
     )
     return total, tuple(engines), tuple(models)
 
@@ -169,12 +177,13 @@ def _row(
     capacity: int | None,
     blocks: int | None,
     parts: Sequence[EngineMetrics] = (),
+    sum_free: bool = True,
 ) -> EngineMetrics:
     series = [scrape.series[k] for k in keys]
     labels = [_cache_labels(scrape, k[1]) for k in keys]
     usage = _usage(series, parts, capacity)
     free = None
-    if parts and all(p.kv_free_tokens is not None for p in parts):
+    if sum_free and parts and all(p.kv_free_tokens is not None for p in parts):
         free = sum(p.kv_free_tokens for p in parts)  # type: ignore[misc]
     elif capacity is not None and usage is not None:
         free = max(0, int(round(capacity * (1.0 - usage))))

@@ -113,6 +113,9 @@ class HeadroomApp(ProbeLoops, App[int]):
     @on(msg.MetricsScraped)
     def _on_metrics(self, message: msg.MetricsScraped) -> None:
         self.store.record_metrics(message.snapshot, self.sources.clock())
+        reported = getattr(self.sources, "reported", None)
+        if reported is not None:
+            self.store.server.reported = reported
         self._data_version += 1
         self._redraw("metrics")
 

@@ -144,6 +144,8 @@ class LiveSources(DataSources):
         self._tail: FileTail | None = FileTail(log_path) if log_path else None
         self._digest: Any = None
         self._metrics_probe: Any = None
+        self.reported: Any = None  # /v1/models and /version, read once the server is up
+        self._reported_at: float | None = None
         self._nvml_probe: Any = None
         self._start_error: str | None = None
         self._event_listeners: list[Callable[[Any], None]] = []
@@ -215,7 +217,25 @@ class LiveSources(DataSources):
             from headroom.probes.metrics import MetricsProbe
 
             self._metrics_probe = MetricsProbe(self.url, window_s=self.window_s)
-        return await self._metrics_probe.scrape()
+        snapshot = await self._metrics_probe.scrape()
+        if snapshot.state == "up":
+            await self._read_reported()
+        return snapshot
+
+    async def _read_reported(self) -> None:
+        """What the server says about itself: once it answers, then again only every 60 s
+        while it does not (an API key on /v1, a proxy)."""
+        now = time.monotonic()
+        if self.reported is not None or (
+            self._reported_at is not None and now - self._reported_at < 60
+        ):
+            return
+        from headroom.probes.server_info import read_server_info
+
+        self._reported_at = now
+        info = await read_server_info(self.url, timeout_s=2.0)
+        if info.model_ids or info.version:
+            self.reported = info
 
     # -- GPUs ---------------------------------------------------------------------------
     async def sample_gpus(self) -> Any:
@@ -309,6 +329,8 @@ class LiveSources(DataSources):
             metrics_history=tuple(store.metrics_history)[-60:],
             gpus=store.gpus if self.gpus_local else None,
             topology=store.topology,
+            vllm_version=getattr(self.reported, "version", None),
+            extra={"server_info": self.reported} if self.reported is not None else {},
         )
         return diagnose(inputs)
 

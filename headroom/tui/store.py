@@ -27,6 +27,7 @@ class ServerInfo:
     command: Any = None  # headroom.vllm_cmd.VllmCommand when known
     up_since: float | None = None  # clock() value when the server was first seen up
     supervised: bool = False
+    reported: Any = None  # headroom.probes.server_info.ServerInfo (/v1/models, /version)
 
 
 @dataclass

@@ -339,3 +339,30 @@ def test_any_sequence_of_pages_never_raises(pages: list[str]) -> None:
         json.dumps(snapshot_to_json(snapshot), allow_nan=False)
         usage = snapshot.total.kv_cache_usage
         assert usage is None or math.isfinite(usage)
+
+
+def test_one_cache_config_info_for_several_model_names_is_one_cache() -> None:
+    """An aggregator's page: two model_name series, one cache_config_info. Its capacity is
+    that one cache's, not credited to each model and summed (issue 15)."""
+    other = UNDER_PRESSURE.replace('model_name="tiny"', 'model_name="other"')
+    other = "\n".join(line for line in other.split("\n") if "cache_config_info" not in line)
+    (alone,) = _replay([UNDER_PRESSURE])
+    (both,) = _replay([UNDER_PRESSURE + "\n" + other])
+    one_cache = alone.total.kv_capacity_tokens
+    assert one_cache
+    assert both.total.kv_capacity_tokens == one_cache  # was 2 x one_cache
+    assert both.total.num_gpu_blocks == alone.total.num_gpu_blocks
+    assert both.total.kv_free_tokens is not None
+    assert both.total.kv_free_tokens <= one_cache
+    # Two caches really described apart (an engine label each) still add up.
+    second = (
+        other.replace('engine="0"', 'engine="1"')
+        + "\n"
+        + "\n".join(
+            line.replace('engine="0"', 'engine="1"')
+            for line in UNDER_PRESSURE.split("\n")
+            if line.startswith("vllm:cache_config_info")
+        )
+    )
+    (apart,) = _replay([UNDER_PRESSURE + "\n" + second])
+    assert apart.total.kv_capacity_tokens == 2 * one_cache

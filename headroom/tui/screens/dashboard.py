@@ -36,7 +36,7 @@ class DashboardScreen(HeadroomScreen):
         engine = _engine(store)
         metrics_reason = _metrics_reason(store)
         if what in {"all", "metrics", "server"}:
-            self.query_one(ServerFacts).show(store.server.command, engine)
+            self.query_one(ServerFacts).show(store.server.command, engine, store.server.reported)
             self.query_one(ServerNotice).show(store)
             kv_panel = self.query_one(KvPanel)
             kv_panel.show(engine, list(store.kv_history), metrics_reason)

@@ -1,6 +1,6 @@
 """The flags that matter, on one line: TP, PP, max_model_len, gpu_memory_utilization,
 kv_cache_dtype. From the command line when Headroom launched the server, otherwise from
-what /metrics reveals (cache_config_info)."""
+what the server reveals: /metrics (cache_config_info) and /v1/models (max_model_len)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ FLAGS = (
 DEFAULTS = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1}
 
 
-def flag_values(command: Any, engine: Any) -> dict[str, object | None]:
+def flag_values(command: Any, engine: Any, reported: Any = None) -> dict[str, object | None]:
     values: dict[str, object | None] = {}
     for name, _ in FLAGS:
         value = None
@@ -34,6 +34,9 @@ def flag_values(command: Any, engine: Any) -> dict[str, object | None]:
             if value is None:
                 value = DEFAULTS.get(name)
         values[name] = value
+    # Attached without a command line: /v1/models says what max_model_len vLLM settled on.
+    if command is None and getattr(reported, "max_model_len", None):
+        values["max_model_len"] = reported.max_model_len
     if engine is not None:
         if values["gpu_memory_utilization"] is None:
             values["gpu_memory_utilization"] = engine.gpu_memory_utilization
@@ -50,8 +53,8 @@ class ServerFacts(Static):
     ServerFacts { height: 1; padding: 0 1; }
     """
 
-    def show(self, command: Any, engine: Any) -> None:
-        values = flag_values(command, engine)
+    def show(self, command: Any, engine: Any, reported: Any = None) -> None:
+        values = flag_values(command, engine, reported)
         parts = []
         for name, label in FLAGS:
             value = values[name]
