@@ -36,9 +36,13 @@ _FP8_E4M3_ARCH = re.compile(
 )
 # vllm/model_executor/layers/quantization (0.4+): "The quantization method fp8 is not supported
 # for the current GPU. Minimum capability: 90. Current capability: 86." (vllm#4327).
+# compressed-tensors' `_check_scheme_supported` (0.6+) says the same of a scheme, as a
+# RuntimeError whose arguments print as a tuple: "('Quantization scheme is not supported for ',
+# 'the current GPU. Min capability: 75. ', 'Current capability: 70.')" (vllm#14040).
 _QUANT_CAPABILITY = re.compile(
-    r"The quantization method (?P<method>\S+) is not supported for the current GPU\. "
-    r"Minimum capability: (?P<need>\d+)\. Current capability: (?P<have>\d+)"
+    r"(?:The quantization method (?P<method>\S+)|Quantization scheme) is not supported for"
+    r"[ ',]*the current GPU\. (?:Minimum|Min|Required) capability: (?P<need>\d+)\.[ ',]*"
+    r"Current capability: (?P<have>\d+)"
 )
 # vllm/config/compilation.py (hybrid Mamba/linear-attention models, 0.17+): "max_num_seqs
 # (1024) exceeds available Mamba cache blocks (856). Each decode sequence requires one Mamba
@@ -71,8 +75,14 @@ def dtype_unsupported(ctx) -> list[Finding]:
     if found is None:
         return []
     match, line = found
+    value, cost = "half", "fp16 range: rare overflow on bf16-trained models"
     if match.re is _QUANT_DTYPE:
+        supported = match.group("supported").lower()
         why = f"{match.group('method')} kernels take {match.group('supported')} only"
+        if "float16" not in supported.replace("bfloat16", "") and "half" not in supported:
+            # "torch.float16 is not supported for quantization method mxfp4. Supported
+            # dtypes: [torch.bfloat16]": these kernels want bf16, not fp16.
+            value, cost = "bfloat16", "needs a GPU with bf16 (compute capability 8.0+)"
     else:
         gpu = match.group("gpu") or "this GPU"
         why = f"bfloat16 needs compute capability {match.group('need')}; {gpu} has less"
@@ -81,13 +91,9 @@ def dtype_unsupported(ctx) -> list[Finding]:
             "dtype-unsupported",
             None,
             "error",
-            "The model's dtype cannot run here: use float16",
+            f"The model's dtype cannot run here: use {value}",
             (line[:400],),
-            (
-                Action(
-                    "dtype", "set", "half", why, "fp16 range: rare overflow on bf16-trained models"
-                ),
-            ),
+            (Action("dtype", "set", value, why, cost),),
         )
     ]
 
@@ -127,8 +133,9 @@ def quantization_unsupported(ctx) -> list[Finding]:
         return []
     match, line = found
     need, have = match.group("need"), match.group("have")
+    method = match.group("method") or "this quantization scheme"
     why = (
-        f"{match.group('method')} needs compute capability {int(need) / 10:.1f}, this GPU has "
+        f"{method} needs compute capability {int(need) / 10:.1f}, this GPU has "
         f"{int(have) / 10:.1f}: a checkpoint in a method it runs (AWQ/GPTQ, or unquantized)"
     )
     return [
@@ -136,7 +143,7 @@ def quantization_unsupported(ctx) -> list[Finding]:
             "quantization-unsupported-gpu",
             1,
             "error",
-            f"Quantization {match.group('method')} is not supported on this GPU",
+            f"Quantization {method} is not supported on this GPU",
             (line[:400],),
             (Action("quantization", "set", None, why, "another checkpoint, or a newer GPU"),),
         )

@@ -49,13 +49,28 @@ def test_fp8_e4m3_kv_on_an_old_gpu_sets_e5m2_when_the_line_asked_for_fp8():
     assert not any(a.knob == "kv_cache_dtype" for a in other.actions)
 
 
-def test_a_quantization_method_above_the_gpus_capability():
-    top = _top(
+@pytest.mark.parametrize(
+    "line",
+    [
         "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum "
-        "capability: 90. Current capability: 86."
-    )
+        "capability: 90. Current capability: 86.",
+        # compressed-tensors' scheme check, a RuntimeError printed as a tuple (vllm#14040)
+        "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min "
+        "capability: 80. ', 'Current capability: 75.')",
+    ],
+)
+def test_a_quantization_method_above_the_gpus_capability(line):
+    top = _top(line)
     assert top.id == "quantization-unsupported-gpu"
     assert (top.actions[0].knob, top.actions[0].direction) == ("quantization", "set")
+
+
+def test_a_kernel_that_wants_bf16_gets_bf16_not_half():
+    top = _top(
+        "ValueError: torch.float16 is not supported for quantization method mxfp4. Supported "
+        "dtypes: [torch.bfloat16]"
+    )
+    assert (top.actions[0].knob, top.actions[0].value) == ("dtype", "bfloat16")
 
 
 def test_more_sequences_than_mamba_blocks_lowers_max_num_seqs_to_the_blocks():
