@@ -143,10 +143,18 @@ async def _loop(source, args: argparse.Namespace) -> int:
     """The live view: the TUI when Textual is there and stdout is a terminal, else text."""
     exporter = None
     if args.export:
-        from headroom.fleet.export import FleetExporter
+        from headroom.fleet.export import MetricsExporter
 
-        exporter = FleetExporter()
-        await exporter.start(args.export_host, args.export)
+        exporter = MetricsExporter()
+        try:
+            await exporter.start(args.export_host, args.export)
+        except OSError as error:
+            print(
+                f"headroom fleet: cannot serve metrics on port {args.export}: {error}",
+                file=sys.stderr,
+            )
+            await source.aclose()
+            return 2
     try:
         if not args.plain and sys.stdout.isatty():
             try:

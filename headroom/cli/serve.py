@@ -30,6 +30,7 @@ journal and per-run logs: $HEADROOM_DATA_DIR or ~/.local/share/headroom
 examples:
   headroom serve Qwen/Qwen3-8B --max-model-len 32768
   headroom serve --headless --json --auto-fix 2 meta-llama/Llama-3.1-8B-Instruct -tp 2
+  headroom serve --headless --metrics-port 9450 Qwen/Qwen3-8B   (Prometheus scrapes :9450)
   headroom serve --launcher api_server --python /opt/vllm/bin/python /models/tiny --port 8001
   headroom serve --headless            (re-adopt the server a dropped session left running)
 """
@@ -47,6 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--python", help="the interpreter {python} stands for (default: Headroom's)")
     p.add_argument("--headless", action="store_true", help="no TUI: print state changes/findings")
     p.add_argument("--json", action="store_true", help="with --headless: JSON lines")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="with --headless: serve Headroom's state and findings as Prometheus metrics on "
+        "127.0.0.1:N (/metrics)",
+    )
     p.add_argument(
         "--auto-fix",
         type=int,
@@ -82,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
 def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
     """(Headroom options, MODEL, vLLM flags): the model is the first bare word."""
     takes_value = {"--launcher", "--python", "--auto-fix", "--port", "--ready-timeout"}
-    takes_value |= {"--max-crash-restarts", "--theme"}
+    takes_value |= {"--max-crash-restarts", "--theme", "--metrics-port"}
     i = 0
     while i < len(argv):
         token = argv[i]
@@ -99,7 +107,7 @@ def main(argv: list[str]) -> int:
     ours, model, vllm_flags = split_argv(list(argv))
     parser = _parser()
     args = parser.parse_args(ours)
-    if args.json and not args.headless:
+    if (args.json or args.metrics_port is not None) and not args.headless:
         args.headless = True
     if args.auto_fix < 0:
         parser.error("--auto-fix takes a number >= 0")
@@ -174,17 +182,38 @@ def main(argv: list[str]) -> int:
             return code
         print("headroom serve: the TUI is not available; running headless", file=sys.stderr)
         sup.on_event = printer
-    from headroom.supervisor.headless import run_headless
+    return asyncio.run(_headless(sup, printer, args, already_running))
 
-    return asyncio.run(
-        run_headless(
+
+async def _headless(sup, printer, args, already_running: bool) -> int:
+    """run_headless, with the metrics exporter beside it when --metrics-port is given."""
+    from headroom.supervisor.headless import EXIT_USAGE, run_headless
+
+    exporter = None
+    if args.metrics_port is not None:
+        from headroom.fleet.export import MetricsExporter
+        from headroom.supervisor.metrics_export import SupervisorExport
+
+        exporter = MetricsExporter(SupervisorExport(sup).state)
+        try:
+            await exporter.start("127.0.0.1", args.metrics_port)
+        except OSError as exc:
+            print(
+                f"headroom serve: cannot serve metrics on {args.metrics_port}: {exc}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+    try:
+        return await run_headless(
             sup,
             printer,
             auto_fix=args.auto_fix,
             detach_on_exit=args.detach_on_exit,
             already_running=already_running,
         )
-    )
+    finally:
+        if exporter is not None:
+            await exporter.close()
 
 
 def _run_tui(sup, args, already_running: bool) -> int | None:
