@@ -30,6 +30,7 @@ from headroom.probes.metrics import (
     normalize_base_url,
     snapshot_to_json,
 )
+from headroom.probes.safe_text import safe_text
 from headroom.probes.server_info import ServerInfo, read_server_info
 
 REACHABLE_STATES = ("up", "metrics_off")
@@ -105,9 +106,9 @@ def main(argv: list[str]) -> int:
             data["server_info"] = info_to_json(info)
             print(json.dumps(data, indent=2, allow_nan=False))
         else:
-            print(format_snapshot(snapshot))
+            print(safe_text(format_snapshot(snapshot), multiline=True))
             if info is not None:
-                print(format_info(info))
+                print(safe_text(format_info(info), multiline=True))
         return 0 if snapshot.state in REACHABLE_STATES else 1
     supervisor = None
     if args.launched_with:

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from headroom.probes.safe_text import safe_text
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -178,14 +180,13 @@ def build_inputs(args, vllm_argv: list[str]):
 def _server_version(sources: list[str]) -> str | None:
     """GET /version of the first server URL; None when there is none or it does not answer."""
     for url in (s for s in sources if s.startswith(("http://", "https://"))):
+        import asyncio
+
+        from headroom.probes.server_info import read_server_info
+
         try:
-            import httpx
-
-            from headroom.probes.metrics import normalize_base_url
-
-            response = httpx.get(normalize_base_url(url) + "/version", timeout=3.0)
-            if response.status_code == 200:
-                return str(response.json().get("version") or "") or None
+            # Bounded (size, one deadline, no off-host redirect) and escaped for the terminal.
+            return asyncio.run(read_server_info(url, timeout_s=3.0)).version
         except Exception:  # an old server or a proxy without /version: fall back to the log
             return None
     return None
@@ -236,6 +237,7 @@ def main(argv: list[str]) -> int:
         doc["vllm_version"] = inputs.vllm_version
         print(json.dumps(doc, indent=2))
     else:
-        print(render_text(diagnosis))
+        # Evidence quotes log lines and config strings: shown with control characters escaped.
+        print(safe_text(render_text(diagnosis), multiline=True))
         print(f"\n(diagnosed in {time.monotonic() - started:.2f} s)", file=sys.stderr)
     return 1 if any(f.severity in ("warning", "error") for f in diagnosis.findings) else 0

@@ -16,6 +16,7 @@ from headroom.probes.model import (
     load_model_shape,
     model_to_json,
 )
+from headroom.probes.safe_text import safe_text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +53,7 @@ def main(argv: list[str]) -> int:
     try:
         shape = load_model_shape(args.path)
     except ModelConfigError as exc:
-        print(f"headroom model: {exc}", file=sys.stderr)
+        print(f"headroom model: {safe_text(exc)}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(model_to_json(shape), indent=2, default=str))
@@ -77,5 +78,5 @@ def main(argv: list[str]) -> int:
     ]  # fmt: skip
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
-        print(f"{label.ljust(width)}  {value}")
+        print(f"{label.ljust(width)}  {safe_text(value)}")  # config strings are untrusted
     return 0

@@ -31,6 +31,7 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
 
     from headroom.bench import compare as bench_compare
+    from headroom.probes.safe_text import safe_text
     from headroom.supervisor.journal import Journal, JournalWarning
 
     journal = Journal(Path(args.journal) if args.journal else None)
@@ -42,7 +43,7 @@ def main(argv: list[str]) -> int:
             print(f"headroom runs: cannot read {journal.path}: {exc.strerror}", file=sys.stderr)
             return 1
     for why in journal.skipped:
-        print(f"headroom runs: warning: {why}", file=sys.stderr)
+        print(f"headroom runs: warning: {safe_text(why)}", file=sys.stderr)
     if args.model:
         records = [r for r in records if r.model == args.model]
     records.sort(key=lambda r: r.time if isinstance(r.time, int | float) else 0)
@@ -67,6 +68,8 @@ def main(argv: list[str]) -> int:
         empty = "no runs in the journal yet (headroom serve records each run)"
         out = bench_compare.render_comparison(rows, empty=empty)
     try:
+        if not args.json:  # JSON escapes control characters itself
+            out = safe_text(out, multiline=True)  # models, reasons: the journal is editable
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
     except BrokenPipeError:
         pass

@@ -76,19 +76,18 @@ async def bounded_get(
     deadline_s: float,
     max_bytes: int,
     sink: Callable[[str], None] | None = None,
-    read_body_on_error: bool = False,
+    headers: dict[str, str] | None = None,
 ) -> BoundedAnswer:
     """GET `url`, feed its body to `sink` as UTF-8 text chunks, within `deadline_s` overall.
 
-    The body of a non-200 answer is not read unless `read_body_on_error`. Raises the
+    The body of a non-200 answer is not read. `headers` (an API key) go to the same origin
+    only, since redirects elsewhere are refused. Raises the
     BoundedReadError subclasses above, or httpx's errors (connect refused, reset...).
     """
     progress = _Progress()
     try:
         async with asyncio.timeout(deadline_s):
-            return await _get(
-                client, url, deadline_s, max_bytes, sink, read_body_on_error, progress
-            )
+            return await _get(client, url, deadline_s, max_bytes, sink, headers, progress)
     except TimeoutError:
         raise DeadlineExceeded(
             url, deadline_s, progress.bytes_read, progress.headers_seen
@@ -101,10 +100,10 @@ class _Progress:
     headers_seen: bool = False
 
 
-async def _get(client, url, deadline_s, max_bytes, sink, read_body_on_error, progress):
+async def _get(client, url, deadline_s, max_bytes, sink, headers, progress):
     current = httpx.URL(url)
     for _ in range(MAX_REDIRECTS + 1):
-        request = client.build_request("GET", current, timeout=deadline_s)
+        request = client.build_request("GET", current, timeout=deadline_s, headers=headers)
         response = await client.send(request, stream=True, follow_redirects=False)
         try:
             progress.headers_seen = True
@@ -115,7 +114,7 @@ async def _get(client, url, deadline_s, max_bytes, sink, read_body_on_error, pro
                     raise OffHostRedirect(str(current), str(target))
                 current = target
                 continue
-            if response.status_code == 200 or read_body_on_error:
+            if response.status_code == 200:
                 await _read_body(response, str(current), max_bytes, sink, progress)
             return BoundedAnswer(response.status_code, str(current), progress.bytes_read)
         finally:

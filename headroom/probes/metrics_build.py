@@ -22,6 +22,7 @@ from headroom.probes.metrics_window import (
     merge_histograms,
     sum_if_all_known,
 )
+from headroom.probes.safe_text import safe_optional
 
 Key = tuple[str | None, str | None]  # (model_name, engine)
 
@@ -196,15 +197,16 @@ def _row(
         return merge_histograms(tracker.window_histogram((field_name, *k)) for k in keys)
 
     return EngineMetrics(
-        model_name=model,
-        engine=engine,
+        # Label values are the server's text: shown escaped wherever they reach a terminal.
+        model_name=safe_optional(model),
+        engine=safe_optional(engine),
         kv_cache_usage=usage,
         kv_capacity_tokens=capacity,
         kv_free_tokens=free,
         headroom_requests=headroom,
         block_size=_common(label_int(lab, "block_size") for lab in labels),
         num_gpu_blocks=blocks,
-        cache_dtype=_common(lab.get("cache_dtype") for lab in labels),
+        cache_dtype=safe_optional(_common(lab.get("cache_dtype") for lab in labels)),
         gpu_memory_utilization=_common(
             _fraction(label_float(lab, "gpu_memory_utilization"), slack=0.0) for lab in labels
         ),

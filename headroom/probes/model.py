@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from headroom.probes.model_weights import WeightSummary, summarize_weights
+from headroom.probes.safe_text import safe_text
 from headroom.probes.untrusted_json import UntrustedJsonError, load_json_file
 
 __all__ = [
@@ -92,7 +93,8 @@ def _int(value: Any) -> int | None:
 
 
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    """A config string, escaped for terminals (a config.json is anyone's text)."""
+    return safe_text(value) if isinstance(value, str) else None
 
 
 def _text_config(config: Mapping) -> Mapping:
@@ -131,7 +133,7 @@ def shape_from_config(config: Mapping, name: str) -> ModelShape:
     rope = config.get("rope_scaling")
     dtype = _first(outer, "torch_dtype", "dtype") or _first(config, "torch_dtype", "dtype")
     return ModelShape(
-        name=name,
+        name=safe_text(name),
         architecture=_str(architectures[0]) if isinstance(architectures, list) and architectures else None,
         num_layers=layers,
         hidden_size=hidden,

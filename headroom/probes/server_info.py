@@ -19,7 +19,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from headroom.probes.bounded_http import BoundedReadError, bounded_get
 from headroom.probes.metrics import normalize_base_url
+from headroom.probes.safe_text import safe_text
+from headroom.probes.untrusted_json import loads_bounded
+
+MAX_ANSWER_BYTES = 1 << 20  # /v1/models of a server with many LoRA adapters is a few KB
+MAX_MODELS = 1000
 
 
 @dataclass(frozen=True)
@@ -38,17 +44,19 @@ def info_from_answers(url: str, models: Any, version: Any, message: str | None) 
     ids: list[str] = []
     root = max_len = None
     data = models.get("data") if isinstance(models, dict) else None
-    for card in data if isinstance(data, list) else ():
+    for card in data[:MAX_MODELS] if isinstance(data, list) else ():
         if not isinstance(card, dict) or not isinstance(card.get("id"), str):
             continue
-        ids.append(card["id"])
+        # The server's own text: escaped for terminals, cut to a sane length.
+        ids.append(safe_text(card["id"][:512]))
         if len(ids) == 1:
-            root = card.get("root") if isinstance(card.get("root"), str) else None
+            root = safe_text(card["root"][:1024]) if isinstance(card.get("root"), str) else None
             raw = card.get("max_model_len")
             max_len = (
                 raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else None
             )
     text = version.get("version") if isinstance(version, dict) else None
+    text = safe_text(text.strip()[:64]) if isinstance(text, str) else None
     return ServerInfo(
         time.monotonic(),
         url,
@@ -87,15 +95,27 @@ async def read_server_info(
 async def _get_json(
     client: httpx.AsyncClient, url: str, headers: dict[str, str], timeout_s: float
 ) -> tuple[Any, str | None]:
+    # Bounded like the /metrics scrape: one deadline, a byte cap, same-host redirects only,
+    # and JSON with a nesting limit (a 1000-deep answer raised RecursionError here before).
+    chunks: list[str] = []
     try:
-        response = await client.get(url, headers=headers, timeout=timeout_s)
+        answer = await bounded_get(
+            client,
+            url,
+            deadline_s=timeout_s,
+            max_bytes=MAX_ANSWER_BYTES,
+            sink=chunks.append,
+            headers=headers,
+        )
+    except BoundedReadError as error:
+        return None, str(error)
     except httpx.HTTPError as error:
         return None, f"{url}: {str(error).strip() or type(error).__name__}"
-    if response.status_code == 401:
+    if answer.status == 401:
         return None, f"{url} needs an API key (401)"
-    if response.status_code != 200:
-        return None, f"{url} answered HTTP {response.status_code}"
+    if answer.status != 200:
+        return None, f"{url} answered HTTP {answer.status}"
     try:
-        return response.json(), None
+        return loads_bounded("".join(chunks), max_bytes=MAX_ANSWER_BYTES, what=url), None
     except ValueError:
-        return None, f"{url} did not answer JSON"
+        return None, f"{url} did not answer JSON Headroom can read"

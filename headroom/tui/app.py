@@ -25,6 +25,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 
+from headroom.probes.safe_text import safe_optional
 from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
 from headroom.tui import messages as msg
 from headroom.tui.probe_loops import ProbeLoops
@@ -162,7 +163,7 @@ class HeadroomApp(ProbeLoops, App[int]):
             server.up_since = self.sources.clock()
         elif message.state not in {"ready", "degraded"}:
             server.up_since = None
-        server.state, server.detail = message.state, message.detail
+        server.state, server.detail = message.state, safe_optional(message.detail)
         command = getattr(getattr(self.sources, "supervisor", None), "command", None)
         if command is not None:  # a restart changes the command; show the one running
             server.command = command

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import re
 
+from headroom.probes.safe_text import safe_text
+
 NA = "N/A"
 
 
@@ -158,5 +160,7 @@ def escape_markup(text: object) -> str:
     """`text` made safe inside Textual markup. Unlike `textual.markup.escape`, which escapes
     only what looks like a whole tag, this escapes every "[": a message cut short can end
     in an unclosed "[type=value_error, ..." that would otherwise swallow the next "[/]" and
-    crash the draw (seen with pydantic errors in vLLM's start-up failures)."""
-    return str(text).replace("[", "\\[")
+    crash the draw (seen with pydantic errors in vLLM's start-up failures). Control
+    characters (an escape sequence in a model name, a log line, a config string) are shown
+    escaped by the one sanitizer, headroom.probes.safe_text."""
+    return safe_text(text, multiline=True).replace("[", "\\[")

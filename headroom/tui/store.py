@@ -11,6 +11,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from headroom.probes.safe_text import safe_optional, safe_text
+
 HISTORY = 120  # samples kept for sparklines: two minutes at the default 1 s interval
 LOG_KEEP = 5000  # log lines kept in memory for the Logs screen
 EVENTS_KEEP = 60  # classified log events (warnings, errors, known milestones) for the dashboard
@@ -66,13 +68,13 @@ class Store:
             self.server.up_since = None
         if not self.server.supervised and state is not None:
             self.server.state = state
-            self.server.detail = getattr(snapshot, "message", None)
+            self.server.detail = safe_optional(getattr(snapshot, "message", None))
         model = getattr(getattr(snapshot, "total", None), "model_name", None)
         if model is None:
             models = getattr(snapshot, "models", ()) or ()
             model = getattr(models[0], "model_name", None) if models else None
         if model and not self.server.model:
-            self.server.model = model
+            self.server.model = safe_text(model)
 
     def record_gpus(self, snapshot: Any) -> None:
         self.gpus = snapshot
@@ -88,7 +90,9 @@ class Store:
             mem.append(used / total if total and used is not None else 0.0)
 
     def add_log_lines(self, lines: list[str]) -> None:
-        self.log_pending.extend(lines)
+        # Log lines are anyone's text (a client's prompt lands in vLLM's request log): every
+        # line reaches the Logs screen and the events with control characters escaped.
+        self.log_pending.extend(safe_text(line) for line in lines)
 
     def add_notice(self, kind: str, message: str) -> None:
         """A supervisor event, kept among the log events (severity by kind)."""
@@ -96,7 +100,9 @@ class Store:
 
         severity = "warning" if kind in {"rollback", "crash_backoff", "preflight"} else "info"
         self.events.append(
-            LogEntry(self.log_total, f"headroom: {message}", f"headroom {kind}", severity)
+            LogEntry(
+                self.log_total, f"headroom: {safe_text(message)}", f"headroom {kind}", severity
+            )
         )
 
     def take_log_lines(self) -> list:

@@ -20,7 +20,12 @@ PYDANTIC = (
 
 @given(
     st.text(
-        alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="\\"),
+        # Control characters and bidi overrides are shown escaped (headroom.probes.safe_text,
+        # tested in tests/hostile/test_terminal_escapes.py), so they do not read back as typed.
+        alphabet=st.characters(
+            blacklist_categories=("Cc", "Cs"),
+            blacklist_characters="\\\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069",
+        ),
         max_size=80,
     )
 )

@@ -25,6 +25,7 @@ from headroom.bench.ramp import BenchConfig, BenchError, BenchProgress, BenchRes
 from headroom.bench.report import NA, column_cells, fmt, latency_series
 from headroom.bench.stats import StepResult
 from headroom.bench.workload import BUILTIN_MIXES, builtin_distribution
+from headroom.tui.format import escape_markup
 
 # (header, attribute, format kind): the columns that fit 80 columns.
 TABLE_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -346,7 +347,7 @@ class BenchPanel(VerticalScroll):
 
 
 def _escape(text: str) -> str:
-    return text.replace("[", r"\[")
+    return escape_markup(text)
 
 
 __all__ = ["BenchPanel", "NA", "default_config", "plot_markup"]

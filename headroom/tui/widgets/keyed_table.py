@@ -10,10 +10,14 @@ from rich.text import Text
 from textual.app import App
 from textual.widgets import DataTable
 
+from headroom.probes.safe_text import is_safe, safe_text
+
 
 def sync_rows(app: App, table: DataTable, rows: Mapping[str, Sequence[Any]]) -> None:
     """Make `table` show exactly `rows` (key -> cells, in column order)."""
     columns = list(table.columns)
+    # Cells carry process command lines, journal models, server strings: escaped here once.
+    rows = {key: [_safe_cell(cell) for cell in cells] for key, cells in rows.items()}
     with app.batch_update():
         for key in [k.value for k in table.rows if k.value not in rows]:
             table.remove_row(key)
@@ -25,6 +29,14 @@ def sync_rows(app: App, table: DataTable, rows: Mapping[str, Sequence[Any]]) -> 
                         table.update_cell(key, column, new)
             else:
                 table.add_row(*cells, key=key)
+
+
+def _safe_cell(cell: Any) -> Any:
+    if isinstance(cell, str):
+        return safe_text(cell)
+    if isinstance(cell, Text) and not is_safe(cell.plain):
+        return Text(safe_text(cell.plain), style=cell.style)
+    return cell
 
 
 def _same(old: Any, new: Any) -> bool:

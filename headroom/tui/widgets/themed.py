@@ -10,6 +10,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import App
 
+from headroom.probes.safe_text import safe_text
+
 
 def themed(app: App, text: str, variable: str, *, bold: bool = False) -> Text:
     """`text` in the colour of theme variable `variable` (name without the `$`)."""
@@ -18,4 +20,4 @@ def themed(app: App, text: str, variable: str, *, bold: bool = False) -> Text:
         style = Style(color=colour, bold=bold) if colour else Style(bold=bold)
     except Exception:  # a colour Rich cannot parse (e.g. with alpha): plain but readable
         style = Style(bold=bold)
-    return Text(text, style=style)
+    return Text(safe_text(text), style=style)  # cells may quote a server's or a journal's text

