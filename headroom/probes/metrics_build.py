@@ -148,8 +148,10 @@ def build_rows(
 
     # One cache_config_info series describes one cache, however many model_name series point
     # at it (an aggregator's or router's page): count each cache once in the total.
+    # (by_model, not m.model_name: the row's name is escaped for terminals, the key is raw.)
     cache_sets = [
-        frozenset(id(_cache_labels(scrape, k[1])) for k in by_model[m.model_name]) for m in models
+        frozenset(id(_cache_labels(scrape, k[1])) for k in model_keys)
+        for model_keys in by_model.values()
     ]
     distinct = [i for i, c in enumerate(cache_sets) if c not in cache_sets[:i]]
     shared = len(distinct) < len(models)
@@ -208,7 +210,8 @@ def _row(
         num_gpu_blocks=blocks,
         cache_dtype=safe_optional(_common(lab.get("cache_dtype") for lab in labels)),
         gpu_memory_utilization=_common(
-            _fraction(label_float(lab, "gpu_memory_utilization"), slack=0.0) for lab in labels
+            _fraction(label_float(lab, "gpu_memory_utilization"), slack=0.0) or None
+            for lab in labels
         ),
         kv_cache_memory_bytes=_common(label_int(lab, "kv_cache_memory_bytes") for lab in labels),
         requests_running=_sum(s.gauges.get("running") for s in series),
@@ -223,7 +226,8 @@ def _row(
         e2e=latency_from(window("e2e")),
         queue=latency_from(window("queue")),
         finished_requests_per_s=_rate(tracker, "finished", keys),
-        prefix_cache_hit_rate=hits / queries if hits is not None and queries else None,
+        # hits > queries only from a broken page: unknown rather than a rate over 100 %
+        prefix_cache_hit_rate=_fraction(hits / queries) if hits is not None and queries else None,
     )
 
 

@@ -71,6 +71,7 @@ def _check_fields(snapshot) -> None:
     for rate in (t.prompt_tokens_per_s, t.generation_tokens_per_s, t.preemptions_per_s):
         assert rate is None or 0 <= rate < float("inf")
     assert t.ttft.count >= 0
+    assert t.prefix_cache_hit_rate is None or 0 <= t.prefix_cache_hit_rate <= 1
 
 
 @settings(max_examples=60, deadline=None)
