@@ -66,7 +66,7 @@ def render_text(p, bringups: tuple = ()) -> str:
             f"{a.kv_cache_gib:.2f} GiB = {a.kv_capacity_tokens:,} tokens "
             f"({a.kv_bytes_per_token:,} B/token)",
         ),
-        ("max_model_len that fits", f"{a.max_model_len_fit:,}"),
+        ("max_model_len that fits", _fit_text(p)),
         ("requests at full length", f"{a.max_concurrency:.2f}"),
     ]
     width = max(len(k) for k, _ in rows)
@@ -74,10 +74,13 @@ def render_text(p, bringups: tuple = ()) -> str:
         f"{p.model_name} on {p.gpu.shape(p.nodes)}: {p.gpu.describe()}, vLLM {a.version}, "
         f"goal {p.goal}",
         f"wanted: {p.concurrency} x {p.context:,} tokens",
+        f"rules: {p.rules}" if p.rules else "",
         "",
         f"Per GPU, at TP {p.tp} x PP {p.pp}" + (f" x DP {p.dp}" if p.dp > 1 else ""),
     ]
     out += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    if p.range_reasons:
+        out += ["", "Why a range"] + [f"  {line}" for line in p.range_reasons]
     out += ["", "Arithmetic"] + [f"  {line}" for line in a.arithmetic]
     lower = p.tp_lower if p.tp_lower is not None else "none"
     out += [
@@ -121,6 +124,14 @@ def _flags_after_layout(flags: list[str]) -> list[str]:
             continue
         out.append(token)
     return out
+
+
+def _fit_text(p) -> str:
+    fit = f"{p.account.max_model_len_fit:,}"
+    if p.fit_range and p.fit_range[0] != p.fit_range[1]:
+        low, high = p.fit_range
+        return f"{fit} (range {low:,} - {high:,}, see 'Why a range')"
+    return fit
 
 
 def main(argv: list[str]) -> int:

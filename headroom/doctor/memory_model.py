@@ -3,7 +3,7 @@ vllm/v1/worker/utils.py, vllm/v1/core/kv_cache_utils.py), written from the sourc
 calibrated against the real start-up logs in tests/fixtures/gpu-startup-logs.
 
 budget = CUDA total x gpu_memory_utilization (or --kv-cache-memory-bytes, which overrides it)
-KV     = budget - weights - activation peak - non-torch overhead [- CUDA graphs from 0.21]
+KV     = budget - weights - activation peak - non-torch overhead [- CUDA graphs from 0.20]
 KV bytes per token per GPU = 2 x layers in the stage x max(1, kv_heads / TP) x head_dim x
 dtype bytes, counted in whole blocks; the tightest GPU (the fullest PP stage) sets capacity.
 One block of that capacity is not for requests: vLLM's block pool takes the first free block
@@ -110,9 +110,13 @@ class MemoryAccount:
     block_size: int = 16
     position_limit: int | None = None  # the model's max_position_embeddings (vLLM's cap)
 
+    null_block: bool = True  # V1 from 0.8.5 keeps one block out of the requests' pool
+
     @property
     def usable_tokens(self) -> int:
         """KV tokens requests can use: all blocks but the block pool's null block."""
+        if not self.null_block:
+            return self.kv_capacity_tokens
         return usable_kv_tokens(self.kv_capacity_tokens, self.block_size)
 
     @property
@@ -123,7 +127,7 @@ class MemoryAccount:
 
     @property
     def slack_gib(self) -> float:
-        """What is left outside the budget for the CUDA context (and graphs before 0.21)."""
+        """What is left outside the budget for the CUDA context (and graphs before 0.20)."""
         outside = CUDA_CONTEXT_GIB + (0.0 if self.cudagraph_in_budget else self.cudagraph_gib)
         return round(self.gpu_usable_gib - self.budget_gib - outside, 2)
 
@@ -134,10 +138,12 @@ def usable_kv_tokens(capacity_tokens: int, block_size: int) -> int:
     return max((int(capacity_tokens) // block - 1) * block, 0)
 
 
-def fit_len(capacity_tokens: int, block_size: int, position_limit: int | None) -> int:
+def fit_len(
+    capacity_tokens: int, block_size: int, position_limit: int | None, null_block: bool = True
+) -> int:
     """The longest max_model_len vLLM accepts: one request in the usable blocks, and never
     above the model's own limit (vLLM refuses a longer max_model_len outright)."""
-    usable = usable_kv_tokens(capacity_tokens, block_size)
+    usable = usable_kv_tokens(capacity_tokens, block_size) if null_block else capacity_tokens
     return min(usable, position_limit) if position_limit else usable
 
 
@@ -197,8 +203,27 @@ def param_split(model) -> tuple[float, float]:
     return model.num_layers * (attn + mlp), embed
 
 
-def weight_bytes_per_param(quantization: str | None, dtype: str | None) -> float:
+def compressed_tensors_bytes(config) -> float | None:
+    """Bytes per weight of a compressed-tensors checkpoint, from its quantization_config's
+    config_groups (weights num_bits: 8 -> FP8/INT8 = 1 byte, 4 -> 4-bit plus scales)."""
+    groups = (config or {}).get("config_groups") if isinstance(config, dict) else None
+    bits = []
+    for group in (groups or {}).values():
+        weights = group.get("weights") if isinstance(group, dict) else None
+        if isinstance(weights, dict) and isinstance(weights.get("num_bits"), int):
+            bits.append(weights["num_bits"])
+    if not bits:
+        fmt = str((config or {}).get("format", "")) if isinstance(config, dict) else ""
+        return 1.0 if "float-quantized" in fmt or "int-quantized" in fmt else None
+    return 1.0 if max(bits) >= 8 else 0.56
+
+
+def weight_bytes_per_param(quantization: str | None, dtype: str | None, config=None) -> float:
     q = (quantization or "").lower()
+    if q == "compressed-tensors":
+        found = compressed_tensors_bytes(config)
+        if found is not None:
+            return found
     if "fp8" in q or "int8" in q or "w8" in q or q == "experts_int8":
         return 1.0
     if q in {"awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes", "compressed-tensors-w4"}:
@@ -217,7 +242,8 @@ def weights_gib_per_gpu(model, tp: int, pp: int, quantization: str | None = None
         embed_bytes = min(total, embed * 2)
         layer_bytes = total - embed_bytes
     else:
-        layer_bytes = layers * weight_bytes_per_param(quant, model.dtype)
+        config = getattr(model, "quantization_config", None)
+        layer_bytes = layers * weight_bytes_per_param(quant, model.dtype, config)
         embed_bytes = embed * 2  # embeddings and lm_head stay in 16-bit when quantized
     if pp > 1:  # first stage holds the embedding, last the lm_head: the larger half counts
         embed_bytes = embed_bytes / (1 if getattr(model, "tie_word_embeddings", False) else 2)
@@ -238,18 +264,32 @@ def activation_gib(model, tp: int, batched_tokens: int, max_num_seqs: int, v1: b
     return max(forward, sampler) / GIB
 
 
-def overhead_gib(tp: int, pp: int, v1: bool) -> float:
-    """Non-torch memory counted inside the budget: V0 counted the CUDA context too; V1 only
-    what grows after start-up (NCCL and custom all-reduce buffers when TP/PP > 1)."""
-    base = 0.35 if not v1 else 0.15
-    return base + (0.25 if tp * pp > 1 else 0.0)
+def overhead_gib(
+    tp: int, pp: int, v1: bool, *, context: bool | None = None, nvlink: bool = False
+) -> float:
+    """Non-torch memory counted inside the budget. Up to 0.8.x (context=True) the CUDA context
+    and every NCCL / custom all-reduce buffer count: 0.35 GiB alone, about 0.7 GiB more per
+    extra GPU over NVLink (V0 0.6.4 logged 5.2-5.7 GiB at TP 8 on H200, vllm #10702), little
+    over PCIe (0.25 GiB at TP 2 on RTX 4090, vllm #13061). From 0.9 only growth after the
+    start-up snapshot counts: 0.15 GiB alone; at TP >= 2 ~2 GiB over NVLink (the custom
+    all-reduce and NCCL buffers, issue 13's measurements) and ~0.25 over PCIe."""
+    context = (not v1) if context is None else context
+    world = max(tp, 1) * max(pp, 1)
+    if context:
+        extra = (0.7 * (world - 1) if nvlink else 0.1) if world > 1 else 0.0
+        return round(0.35 + extra, 2)
+    if world == 1:
+        return 0.15
+    return 2.0 if nvlink else 0.25
 
 
-def cudagraph_estimate_gib(model, pp: int, enforce_eager: bool) -> float:
+def cudagraph_estimate_gib(model, pp: int, enforce_eager: bool, tp: int = 1) -> float:
+    """CUDA graph pools: ~0.5 GiB for a 28-layer 7B at TP 1, 0.65 at TP 2 (vLLM 0.10.1.1's
+    "Graph capturing finished ... took" lines, tests/fixtures/startup-logs)."""
     if enforce_eager:
         return 0.0
     layers = math.ceil(model.num_layers / max(pp, 1))
-    return round(min(1.5, 0.25 + 0.005 * layers), 2)
+    return round(min(2.0, 0.25 + 0.009 * layers + (0.15 if tp > 1 else 0.0)), 2)
 
 
 def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> MemoryAccount:
@@ -265,12 +305,10 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
     batched = knobs.max_num_batched_tokens or tokens_default
     weights = weights_gib_per_gpu(model, tp, pp, knobs.quantization)
     act = activation_gib(model, tp, batched, seqs, v1)
-    over = overhead_gib(tp, pp, v1)
-    graphs = cudagraph_estimate_gib(model, pp, knobs.enforce_eager)
+    over = overhead_gib(tp, pp, v1, context=V.context_in_budget(ver), nvlink=gpu.nvlink)
+    graphs = cudagraph_estimate_gib(model, pp, knobs.enforce_eager, tp)
     in_budget = V.cudagraph_in_budget(ver) and graphs > 0
-    lines = [
-        f"vLLM {V.format_version(ver)}{'' if version else ' (newest known; pass --vllm-version)'}"
-    ]
+    lines = [V.rules_text(version)]
     if knobs.kv_cache_memory_bytes:
         kv_gib = knobs.kv_cache_memory_bytes / GIB
         budget = weights + act + over + (graphs if in_budget else 0) + kv_gib
@@ -287,7 +325,7 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
     lines.append(f"activation peak = {act:.2f} GiB ({batched} batched tokens, {seqs} seqs)")
     lines.append(f"non-torch overhead = {over:.2f} GiB")
     if graphs:
-        where = "inside the budget (vLLM >= 0.21)" if in_budget else "outside the budget"
+        where = "inside the budget (vLLM >= 0.20)" if in_budget else "outside the budget"
         lines.append(f"CUDA graphs ~ {graphs:.2f} GiB, {where}")
     per_token = kv_bytes_per_token(model, tp, pp, knobs.kv_cache_dtype)
     block = max(knobs.block_size, 1)
@@ -298,6 +336,8 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
         lines.append(
             f"one request fits up to ({blocks:,} - 1 null block) x {block} = "
             f"{usable_kv_tokens(capacity, block):,} tokens"
+            if V.has_null_block(ver)
+            else f"one request fits up to {blocks:,} blocks x {block} = {capacity:,} tokens"
         )
     return MemoryAccount(
         version=V.format_version(ver),
@@ -316,7 +356,9 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
         kv_capacity_tokens=capacity,
         max_model_len=max_len,
         # vLLM refuses a max_model_len above the model's own limit, so the fit is capped there
-        max_model_len_fit=fit_len(capacity, block, model.max_position_embeddings),
+        max_model_len_fit=fit_len(
+            capacity, block, model.max_position_embeddings, V.has_null_block(ver)
+        ),
         max_concurrency=round(capacity / max_len, 2) if max_len else 0.0,
         batched_tokens=batched,
         max_num_seqs=seqs,
@@ -324,6 +366,7 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
         arithmetic=tuple(lines),
         block_size=block,
         position_limit=model.max_position_embeddings or None,
+        null_block=V.has_null_block(ver),
     )
 
 
@@ -351,7 +394,9 @@ def with_log_facts(acc: MemoryAccount, facts) -> MemoryAccount:
     if tokens is not None:
         changes["kv_capacity_tokens"] = int(tokens)
         # the log's "KV cache size" counts every block, the null block too
-        changes["max_model_len_fit"] = fit_len(int(tokens), acc.block_size, acc.position_limit)
+        changes["max_model_len_fit"] = fit_len(
+            int(tokens), acc.block_size, acc.position_limit, acc.null_block
+        )
         changes["max_concurrency"] = (
             round(int(tokens) / acc.max_model_len, 2) if acc.max_model_len else 0.0
         )

@@ -84,6 +84,9 @@ _TABLE = (
     _m("Phi-3-mini", _P3, 32, 3072, 8192, 32, 32, 96, 32064, 131072, 3.82,
        ["phi-3-mini-128k", "phi-3-mini-4k", "phi-3.5-mini"]),
     _m("Phi-4", _P3, 40, 5120, 17920, 40, 10, 128, 100352, 16384, 14.66),
+    # openai/gpt-oss-120b: MXFP4 experts (quantization set below), half the layers sliding-window
+    _m("gpt-oss-120b", "GptOssForCausalLM", 36, 2880, 2880, 64, 8, 64, 201088, 131072, 116.83,
+       num_experts=128, moe_intermediate_size=2880, num_experts_per_token=4, sliding_window=128),
     _m("DeepSeek-V3", "DeepseekV3ForCausalLM", 61, 7168, 18432, 128, 128, 128, 129280, 163840, 671.0,
        ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
        num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512, qk_rope_head_dim=64),
@@ -133,6 +136,10 @@ def known_model_names() -> list[str]:
     return [facts.name for facts, _ in _TABLE]
 
 
+# Checkpoints published quantized whatever their name says (their config.json's quant_method).
+_CHECKPOINT_QUANT = {"gpt-oss-120b": "mxfp4"}
+
+
 def find_model(name: str) -> ModelShape | None:
     """Look a model up by HF id or short name; quantization words in the name (FP8, AWQ,
     GPTQ-Int4) set `quantization`. None when unknown."""
@@ -141,6 +148,7 @@ def find_model(name: str) -> ModelShape | None:
     facts = _INDEX.get(key)
     if facts is None:
         return None
+    quant = quant or _CHECKPOINT_QUANT.get(facts.name)
     return replace(facts, name=last, quantization=quant) if quant or last != facts.name else facts
 
 

@@ -12,7 +12,6 @@ GPUs as data-parallel replicas.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 from headroom.doctor.gpu_spec import GpuSpec
@@ -22,18 +21,25 @@ from headroom.doctor.memory_model import (
     MemoryAccount,
     account,
     heads_valid,
-    usable_kv_tokens,
 )
-from headroom.doctor.versions import default_utilization, effective_version
+from headroom.doctor.versions import (
+    UNKNOWN_RELEASE_SPAN,
+    default_utilization,
+    effective_version,
+    rules_text,
+)
 
 PCIE_TP_LIMIT = 4
-# How far the KV estimate can be off: checked against the simulator (an independent reading
-# of vLLM) over tests/integration/test_doctor_vs_simulator.py's grid, KV memory per GPU
-# agrees within 0.85 GiB (non-torch memory, CUDA-graph pool and activation peak are
-# estimates of what vLLM measures). A recommended --max-model-len stays that far, and at
-# least 3 %, below the estimated fit, so the estimate's error does not make vLLM refuse it.
-KV_ESTIMATE_ERROR_GIB = 0.85
-FIT_MARGIN_RATIO = 0.03
+# How far the KV estimate is off, measured: benchmarks/memory_model.py against 11 real
+# start-up logs (V0 0.3-0.7 and V1 0.10.1.1; tests/fixtures/startup-logs and
+# gpu-startup-logs) gives a median KV error of 1.1 % and a worst of 9.3 % (TP across two
+# nodes, whose NCCL buffers the model does not know). The fit is shown as a range of that
+# width, and the recommended --max-model-len is its low end, with the reason said; the
+# absolute floor covers small caches (the activation + non-torch residual of the single-node
+# start-ups was off by at most 0.15 GiB).
+KV_ESTIMATE_ERROR_REL = 0.10
+KV_ESTIMATE_ERROR_GIB = 0.25
+MEASURED_ERROR = "median 1.1 %, worst 9.3 % of KV memory on 11 real start-ups"
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,9 @@ class Plan:
     fits: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
     evaluated_command: bool = False
+    rules: str = ""  # which vLLM release's rules the accounting used
+    fit_range: tuple[int, int] | None = None  # max_model_len that fits, low..high
+    range_reasons: tuple[str, ...] = ()
 
 
 def _valid(model, limit: int) -> list[int]:
@@ -144,6 +153,18 @@ def plan(
                 break
     acc = _acc(model, gpu, base, version, tp, pp)
     fits = _fits(acc, wanted)
+    if not fits and command is None and base.gpu_memory_utilization is None:
+        # Step 4's free knob first: raise gpu_memory_utilization (to what the wanted tokens
+        # need, at most 0.95) before any cut of max_model_len.
+        raised = _raise_utilization(model, gpu, base, version, tp, pp, wanted, ver)
+        if raised is not None:
+            base, acc = raised
+            fits = _fits(acc, wanted)
+            notes.append(
+                f"step 4: gpu_memory_utilization {acc.utilization:.2f} (default "
+                f"{default_utilization(ver)}) gives the KV cache "
+                + ("what the wanted tokens need" if fits else "the most it can have (0.95)")
+            )
     kv_dtype = base.kv_cache_dtype
     if not fits and not kv_dtype.startswith("fp8") and command is None:
         fp8 = account(model, gpu, replace(base, tp=tp, pp=pp, kv_cache_dtype="fp8"), version)
@@ -180,8 +201,10 @@ def plan(
         ver,
     )
     recommended = None
+    low, high, reasons = fit_range(model, gpu, replace(base, tp=tp, pp=pp, kv_cache_dtype=kv_dtype),
+                                   version, acc)  # fmt: skip
     if command is None and acc.max_model_len_fit < acc.max_model_len:
-        recommended, why = recommended_max_model_len(acc)
+        recommended, why = recommended_max_model_len(acc, low)
         notes.append(why)
     argv = _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command, recommended)
     return Plan(
@@ -204,7 +227,57 @@ def plan(
         fits,
         tuple(notes),
         command is not None,
+        rules_text(version),
+        (low, high),
+        tuple(reasons),
     )
+
+
+def _raise_utilization(model, gpu, base, version, tp, pp, wanted, ver):
+    """(knobs, account) with gpu_memory_utilization raised to what `wanted` tokens need, or
+    to 0.95 when even that is short; None when the default is already 0.95 or more."""
+    from headroom.doctor.candidates import MAX_UTILIZATION, _needed_utilization
+
+    default = default_utilization(ver)
+    if default >= MAX_UTILIZATION:
+        return None
+    knobs = replace(base, tp=tp, pp=pp)
+    need = _needed_utilization(model, gpu, knobs, version, wanted)
+    util = MAX_UTILIZATION if need is None else min(max(need, default), MAX_UTILIZATION)
+    if util <= default:
+        return None
+    knobs = replace(base, gpu_memory_utilization=util)
+    return knobs, _acc(model, gpu, knobs, version, tp, pp)
+
+
+def fit_range(model, gpu, knobs, version, acc: MemoryAccount):
+    """(low, high, reasons): the max_model_len that fits, as a range. Its width is the
+    estimate's measured error (KV_ESTIMATE_ERROR_REL of the KV memory, at least
+    KV_ESTIMATE_ERROR_GIB); with the release unknown, the rules of the releases in
+    UNKNOWN_RELEASE_SPAN widen it (defaults and where CUDA graphs count changed between
+    them)."""
+    per_token = max(acc.kv_bytes_per_token, 1)
+    error_gib = max(acc.kv_cache_gib * KV_ESTIMATE_ERROR_REL, KV_ESTIMATE_ERROR_GIB)
+    error_tokens = int(error_gib * GIB // per_token)
+    lows, highs = [acc.max_model_len_fit], [acc.max_model_len_fit]
+    reasons = [
+        f"the estimate's measured error ({MEASURED_ERROR}, benchmarks/memory_model.py): "
+        f"+/- {error_gib:.2f} GiB of KV per GPU = {error_tokens:,} tokens"
+    ]
+    if version is None:
+        span = []
+        for release in UNKNOWN_RELEASE_SPAN:
+            other = account(model, gpu, knobs, release)
+            lows.append(other.max_model_len_fit)
+            highs.append(other.max_model_len_fit)
+            span.append(f"{release}: {other.max_model_len_fit:,}")
+        reasons.append("release not given (--vllm-version): fits by release " + ", ".join(span))
+    cap = acc.position_limit or None
+    low = max(min(lows) - error_tokens, 0)
+    high = max(highs) + error_tokens
+    if cap:
+        low, high = min(low, cap), min(high, cap)
+    return low, high, reasons
 
 
 def _poor_tps(topology, sizes: list[int]) -> set[int]:
@@ -248,22 +321,20 @@ def _steps(
     return tuple((i + 1, status, text) for i, (status, text) in enumerate((s1, s2, s3, s4, s5)))
 
 
-def recommended_max_model_len(acc: MemoryAccount) -> tuple[int, str]:
+def recommended_max_model_len(acc: MemoryAccount, low: int | None = None) -> tuple[int, str]:
     """The --max-model-len to recommend when the wanted context does not fit, and why.
 
     acc.max_model_len_fit is the raw estimate (vLLM's own refusal threshold if the estimate
-    were exact); the recommendation leaves the estimate's known error below it
-    (KV_ESTIMATE_ERROR_GIB of KV per GPU, or FIT_MARGIN_RATIO, whichever is more tokens),
-    rounded down to a multiple of 1024 (256 below 16K, the block size below 1K). The
-    model's position limit needs no margin: it is exact.
-    """
+    were exact). The recommendation is the low end of the fit's range (fit_range: the
+    estimate's measured error, and the releases' spread when the release is unknown), rounded
+    down to a multiple of 1024 (256 below 16K, the block size below 1K), and it says so:
+    a margin with its reason, not a silent cut. The model's position limit is exact."""
     fit = acc.max_model_len_fit
-    usable = usable_kv_tokens(acc.kv_capacity_tokens, acc.block_size)
-    margin = max(
-        int(KV_ESTIMATE_ERROR_GIB * GIB // max(acc.kv_bytes_per_token, 1)),
-        math.ceil(usable * FIT_MARGIN_RATIO),
-    )
-    safe = usable - margin
+    if low is None:
+        per_token = max(acc.kv_bytes_per_token, 1)
+        error_gib = max(acc.kv_cache_gib * KV_ESTIMATE_ERROR_REL, KV_ESTIMATE_ERROR_GIB)
+        low = max(fit - int(error_gib * GIB // per_token), 0)
+    safe = min(low, fit)
     step = 1024 if safe >= 16384 else 256 if safe >= 1024 else max(acc.block_size, 1)
     safe = safe // step * step
     if acc.position_limit and acc.position_limit <= safe:
@@ -273,13 +344,14 @@ def recommended_max_model_len(acc: MemoryAccount) -> tuple[int, str]:
     if safe < 16:
         return fit, (
             f"--max-model-len {fit:,} is the estimated fit with no margin: the KV cache is "
-            f"smaller than the estimate's error ({margin:,} tokens), so vLLM may refuse it; "
-            "add GPUs or lower the context"
+            f"smaller than the estimate's error, so vLLM may refuse it; add GPUs or lower "
+            "the context"
         )
     return safe, (
-        f"--max-model-len {safe:,}, below the estimated fit of {fit:,}: the KV estimate can "
-        f"be off by {KV_ESTIMATE_ERROR_GIB} GiB per GPU ({margin:,} tokens here), so the "
-        f"margin keeps vLLM from refusing the length (rounded down to a multiple of {step})"
+        f"--max-model-len {safe:,}, the low end of the fit's range (estimated fit "
+        f"{fit:,}, below the estimated fit of {fit:,} by the estimate's measured error; "
+        "vLLM prints the exact figure at start-up: 'GPU KV cache size'), rounded down to a "
+        f"multiple of {step}"
     )
 
 
@@ -316,6 +388,9 @@ def plan_to_json(p: Plan) -> dict[str, object]:
         "gpus": p.gpu.describe(),
         "nodes": p.nodes,
         "vllm_version": a.version,
+        "rules": p.rules,
+        "max_model_len_fit_range": list(p.fit_range) if p.fit_range else None,
+        "range_reasons": list(p.range_reasons),
         "goal": p.goal,
         "context": p.context,
         "concurrency": p.concurrency,

@@ -1,13 +1,11 @@
-"""vLLM version rules the memory model depends on (from vLLM's source, release by release).
+"""vLLM release rules the memory model depends on, read from vLLM's own source, release by release.
 
-- V1 engine is the default from 0.8.0; before it, V0 profiled a whole max_model_len prefill.
-- Default gpu_memory_utilization: 0.9 through 0.19, 0.92 from 0.20.0 (vllm/config/cache.py).
-- CUDA-graph memory is estimated and taken out of the utilization budget from 0.21.0
-  (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1); before, graphs were captured after
-  the KV cache was sized and lived in the (1 - utilization) slack.
-- `--kv-cache-memory-bytes` exists from 0.10.2.
-- Batch defaults (EngineArgs.get_batch_defaults, `vllm serve`): >= 160 GiB: 16384 tokens /
-  1024 seqs; >= 70 GiB and not an A100: 8192 / 1024; otherwise 2048 / 256.
+Read from the PyPI wheels' Python files (`pip download --no-deps --only-binary=:all: vllm==X`;
+commit ids from vllm/_version.py where the release has one): 0.5.5, 0.6.4, 0.7.3, 0.8.0,
+0.8.5, 0.9.2, 0.10.0, 0.10.2 (g26b999c71), 0.11.0 (gf71952c1c), 0.19.0 (g2a69949bd),
+0.20.0 (gb8160878f), 0.21.0 (gad7125a43); 0.33.0 (g4ba787ec9) from the team's notes.
+RELEASE_TABLE below is the same list in words, each row with where it was read; `rules_text`
+names the rows a given release uses, so `plan` and the doctor can say which rules they applied.
 """
 
 from __future__ import annotations
@@ -15,6 +13,51 @@ from __future__ import annotations
 import re
 
 NEWEST_KNOWN = "0.33.0"
+# When the release is not known, the estimate is repeated under these releases' rules and
+# shown as a range (the V1 era; V0 is not what anyone installs today).
+UNKNOWN_RELEASE_SPAN = ("0.8.5", "0.10.2", "0.19.0", NEWEST_KNOWN)
+
+# (first release, what changed, where it was read) -- oldest first.
+RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
+    ("0.5.5", "V0 engine. Profile run: one prefill of max_num_batched_tokens split over "
+     "max_num_seqs (256) dummy sequences; its torch peak is the activation. Chunked prefill is "
+     "on by default only for max_model_len > 32K (CUDA, no sliding window); then "
+     "max_num_batched_tokens = 512, else max(max_model_len, 2048): 0.5/0.6 profile a whole "
+     "max_model_len prefill. Non-torch memory (CUDA context, NCCL, custom all-reduce) counts "
+     "in the budget. KV check: max_model_len <= num_gpu_blocks x block_size (no null block).",
+     "0.5.5/0.6.4 vllm/config.py SchedulerConfig.__init__, vllm/engine/arg_utils.py "
+     "create_engine_config (use_long_context), vllm/worker/model_runner.py profile_run"),
+    ("0.7.0", "V0: with chunked prefill on, max_num_batched_tokens defaults to 2048 (was 512).",
+     "0.7.3 vllm/config.py SchedulerConfig.__post_init__"),
+    ("0.8.0", "V1 engine by default (VLLM_USE_V1=1): chunked prefill always on; "
+     "max_num_batched_tokens 8192 on H100/H200 (by name), else 2048 (`vllm serve`); "
+     "max_num_seqs 1024. Budget = total x utilization - (torch peak + all non-torch memory, "
+     "CUDA context included). CUDA graphs are captured after the KV cache is sized: outside "
+     "the budget.",
+     "0.8.0 vllm/envs.py VLLM_USE_V1, vllm/engine/arg_utils.py _override_v1_engine_args, "
+     "vllm/v1/worker/gpu_worker.py determine_available_memory"),
+    ("0.8.5", "V1: batch defaults by memory: >= 70 GiB -> 8192 tokens / 1024 seqs, else "
+     "2048 / 256. The block pool keeps one null block out of the requests' blocks.",
+     "0.8.5 vllm/engine/arg_utils.py, vllm/v1/core/block_pool.py (null_block = popleft())"),
+    ("0.9.0", "V1: the >= 70 GiB batch default leaves out the A100. Memory is profiled "
+     "against a snapshot taken at start-up: only non-torch memory that grows after it "
+     "(NCCL, custom all-reduce) counts, not the CUDA context (checked in 0.9.2; 0.8.5 still "
+     "counted all of it).",
+     "0.9.2 vllm/engine/arg_utils.py, vllm/v1/worker/gpu_worker.py memory_profiling"),
+    ("0.10.2", "--kv-cache-memory-bytes sets the KV cache per GPU and skips the budget.",
+     "0.10.2 vllm/config/cache.py CacheConfig.kv_cache_memory_bytes, gpu_worker.py"),
+    ("0.20.0", "Default gpu_memory_utilization 0.92 (was 0.9), and CUDA graph memory is "
+     "estimated during profiling and taken out of the budget "
+     "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1; 0 in 0.19.0, although the "
+     "log line says 'default since v0.21.0').",
+     "0.19.0/0.20.0 vllm/config/cache.py, vllm/envs.py, vllm/v1/worker/gpu_worker.py"),
+    ("0.22.0", "V1: >= 160 GiB GPUs default to 16384 tokens / 1024 seqs (not in 0.21.0; in "
+     "0.33.0).", "0.21.0 and 0.33.0 vllm/engine/arg_utils.py get_batch_defaults"),
+)  # fmt: skip
+# Facts that hold in every release read: block size 16 on CUDA; KV bytes per token =
+# 2 x layers x KV heads / TP x head_dim x dtype bytes (MLA: one latent of kv_lora_rank +
+# qk_rope_head_dim per layer); fp8 KV = 1 byte; hybrid sliding-window models (gpt-oss) share
+# one page size, and "GPU KV cache size" counts tokens over all layers.
 
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -43,28 +86,41 @@ def default_utilization(version: tuple[int, int, int]) -> float:
 
 
 def cudagraph_in_budget(version: tuple[int, int, int]) -> bool:
-    return version >= (0, 21, 0)
+    return version >= (0, 20, 0)
 
 
 def has_kv_cache_memory_bytes(version: tuple[int, int, int]) -> bool:
     return version >= (0, 10, 2)
 
 
+def context_in_budget(version: tuple[int, int, int]) -> bool:
+    """Whether the CUDA context (and memory others held at start) counts as non-torch memory
+    inside the budget: V0 and V1 up to 0.8.x; from 0.9 only growth after the snapshot."""
+    return version < (0, 9, 0)
+
+
+def has_null_block(version: tuple[int, int, int]) -> bool:
+    return version >= (0, 8, 5)
+
+
 def batch_defaults(
     version: tuple[int, int, int], usable_gib: float, gpu_name: str, max_model_len: int
 ) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) vLLM picks when the user sets neither."""
+    """(max_num_batched_tokens, max_num_seqs) vLLM picks when the user sets neither
+    (`vllm serve`; see RELEASE_TABLE)."""
+    name = gpu_name.upper()
     if not is_v1(version):
-        # V0: chunked prefill only for contexts over 32K (then 512-token chunks), otherwise
-        # one whole max_model_len prefill is profiled.
-        if max_model_len > 32768:
-            return 512, 256
+        if max_model_len > 32768:  # chunked prefill on by default for long contexts
+            return (2048 if version >= (0, 7, 0) else 512), 256
         return max(max_model_len, 2048), 256
-    if version < (0, 10, 0):
-        tokens, seqs = 2048, 256
-    elif usable_gib >= 160:
+    if version < (0, 8, 5):
+        tokens = 8192 if ("H100" in name or "H200" in name) else 2048
+        seqs = 1024
+    elif version < (0, 9, 0):
+        tokens, seqs = (8192, 1024) if usable_gib >= 70 else (2048, 256)
+    elif usable_gib >= 160 and version >= (0, 22, 0):
         tokens, seqs = 16384, 1024
-    elif usable_gib >= 70 and "A100" not in gpu_name.upper():
+    elif usable_gib >= 70 and "A100" not in name:
         tokens, seqs = 8192, 1024
     else:
         tokens, seqs = 2048, 256
@@ -73,3 +129,19 @@ def batch_defaults(
 
 def format_version(version: tuple[int, int, int]) -> str:
     return ".".join(str(p) for p in version)
+
+
+def rules_text(version_text: str | None) -> str:
+    """Which release's rules an estimate used, in one line."""
+    ver = effective_version(version_text)
+    rows = [since for since, _, _ in RELEASE_TABLE if parse_version(since) <= ver]  # type: ignore[operator]
+    engine = "V1" if is_v1(ver) else "V0"
+    graphs = "inside" if cudagraph_in_budget(ver) else "outside"
+    given = "" if version_text else f" (release not given: newest known, {NEWEST_KNOWN})"
+    return (
+        f"vLLM {format_version(ver)} rules{given}: {engine} engine, default utilization "
+        f"{default_utilization(ver)}, CUDA graphs {graphs} the budget, CUDA context "
+        f"{'inside' if context_in_budget(ver) else 'outside'} it, "
+        f"{'one null block' if has_null_block(ver) else 'no null block'} "
+        f"(release table rows {', '.join(rows) or 'none'})"
+    )

@@ -185,10 +185,14 @@ def activation_peak(model: SimModel, tp: int, batched_tokens: int, max_num_seqs:
     return max(forward, hidden_states + logits)
 
 
-def non_torch_memory(world_size: int) -> int:
+def non_torch_memory(world_size: int, nvlink: bool = False) -> int:
     """CUDA context leftovers and allocator slack; NCCL and custom all-reduce buffers
-    when the world is larger than one GPU."""
-    return 300 * MIB + (400 * MIB if world_size > 1 else 0)
+    when the world is larger than one GPU: ~2 GiB logged at TP >= 2 over NVLink (the
+    custom all-reduce's IPC buffers and NCCL's), ~0.2-0.4 GiB over PCIe (issue 13's
+    real start-ups)."""
+    if world_size <= 1:
+        return 300 * MIB
+    return 300 * MIB + (1750 * MIB if nvlink else 400 * MIB)
 
 
 def capture_sizes(max_num_seqs: int) -> int:
@@ -285,7 +289,9 @@ def plan_startup(model: SimModel, settings: EngineSettings, machine: Machine) ->
                 ),
             )
         act = activation_peak(model, s.tp, batched, seqs)
-        non_torch = non_torch_memory(world)
+        non_torch = non_torch_memory(
+            world, machine.interconnect != "pcie" and machine.gpu.nvlink_count > 0
+        )
         graph_actual = 0 if s.enforce_eager else cudagraph_memory(layers, seqs)
         graph_applied = graph_actual if s.cudagraph_estimate else 0
         if s.kv_cache_memory_bytes is not None:

@@ -61,12 +61,13 @@ def test_52_heads_at_tp_3_gets_tp_4_not_tp_2_whose_weights_do_not_fit():
 
 
 def test_search_ranks_the_free_knob_before_cutting_the_context():
-    model, gpu = find_model("Qwen2.5-72B-Instruct"), parse_gpu_spec("4xA100-40GB")
-    found = search(model, gpu, Knobs(tp=4), None,
+    # Llama-3.1-8B at its full 131,072 on a 24 GB GPU: the context must be cut either way
+    model, gpu = find_model("Llama-3.1-8B"), parse_gpu_spec("1xRTX4090")
+    found = search(model, gpu, Knobs(), None,
                    allow=frozenset({"gpu_memory_utilization", "max_model_len"}))  # fmt: skip
     best = dict(found[0].changes)
     # the utilization is raised to keep the longest context that fits, not left at 0.9
-    assert best["gpu_memory_utilization"] > 0.9
+    assert best["gpu_memory_utilization"] > 0.92
     cut_only = [c for c in found if set(dict(c.changes)) == {"max_model_len"}]
     assert cut_only and best["max_model_len"] > dict(cut_only[0].changes)["max_model_len"]
 

@@ -57,7 +57,9 @@ def test_heads_valid_is_vllms_rule(heads, kv, tp, ok):
 def test_version_rules():
     assert default_utilization((0, 19, 0)) == 0.9
     assert default_utilization((0, 20, 0)) == 0.92
-    assert not cudagraph_in_budget((0, 20, 0)) and cudagraph_in_budget((0, 21, 0))
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 0 in 0.19.0 and to 1 in 0.20.0's
+    # vllm/envs.py (the log line says "default since v0.21.0", the code says 0.20.0)
+    assert not cudagraph_in_budget((0, 19, 0)) and cudagraph_in_budget((0, 20, 0))
     assert batch_defaults((0, 33, 0), 79.1, "H100", 131072) == (8192, 1024)
     assert batch_defaults((0, 33, 0), 79.1, "A100", 131072) == (2048, 256)
     assert batch_defaults((0, 6, 4), 23.6, "RTX3090", 20000) == (20000, 256)
@@ -91,11 +93,11 @@ def test_capacity_is_whole_blocks_and_grows_with_utilization():
     )
 
 
-def test_cuda_graphs_count_inside_the_budget_from_0_21_only():
+def test_cuda_graphs_count_inside_the_budget_from_0_20_only():
     gpu = parse_gpu_spec("1xH100")
-    old = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9), "0.20.0")
-    new = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9), "0.21.0")
-    eager = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9, enforce_eager=True), "0.21.0")
+    old = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9), "0.19.0")
+    new = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9), "0.20.0")
+    eager = account(LLAMA_8B, gpu, Knobs(gpu_memory_utilization=0.9, enforce_eager=True), "0.20.0")
     assert new.kv_cache_gib == pytest.approx(old.kv_cache_gib - new.cudagraph_gib, abs=0.01)
     assert eager.cudagraph_gib == 0 and eager.kv_cache_gib > new.kv_cache_gib
 
