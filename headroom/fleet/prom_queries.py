@@ -62,8 +62,17 @@ def vllm_gauges() -> str:
     return _names(VLLM_GAUGES)
 
 
+# The labels Headroom reads from dcgm-exporter series (fleet-facts.md 1). Grouping by them
+# (and the metric name) drops the rest (device, driver version, container, pod_uid...):
+# a third less JSON for 512 GPUs, same values (one series per GPU and metric).
+DCGM_LABELS = (
+    "__name__, instance, job, Hostname, hostname, gpu, UUID, uuid, GPU_I_ID, GPU_I_PROFILE, "
+    "modelName, pci_bus_id, pod, namespace, pod_name, pod_namespace, err_msg"
+)
+
+
 def dcgm_gauges() -> str:
-    return _names(DCGM_GAUGES)
+    return f"max by ({DCGM_LABELS}) ({_names(DCGM_GAUGES)})"
 
 
 def vllm_rates(w: str) -> str:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
+
 from headroom.fleet import prom_queries as Q
 from headroom.fleet.assemble import ServerParts, assemble
 from headroom.fleet.model import FleetSnapshot, TargetHealth
@@ -35,9 +37,20 @@ class PrometheusSource:
         self.read_info = read_info
         self._info: dict[str, ServerInfo] = {}
         self._interval_s: float | None = None
+        # One client for every server's /v1/models (a client each costs an SSL context).
+        self._info_clients: dict[bool, httpx.AsyncClient] = {}
 
     async def aclose(self) -> None:
         await self.prom.aclose()
+        for client in self._info_clients.values():
+            await client.aclose()
+        self._info_clients.clear()
+
+    def _info_client(self, url: str) -> httpx.AsyncClient:
+        local = (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
+        if local not in self._info_clients:
+            self._info_clients[local] = httpx.AsyncClient(timeout=2.0, trust_env=not local)
+        return self._info_clients[local]
 
     async def refresh(self) -> FleetSnapshot:
         before = self.prom.requests_made
@@ -113,7 +126,12 @@ class PrometheusSource:
         wanted = [p for p in parts if p.metrics.state == "up" and p.instance not in self._info]
         if not wanted:
             return
-        infos = await asyncio.gather(*(read_server_info(p.url, timeout_s=2.0) for p in wanted))
+        infos = await asyncio.gather(
+            *(
+                read_server_info(p.url, client=self._info_client(p.url), timeout_s=2.0)
+                for p in wanted
+            )
+        )
         for part, info in zip(wanted, infos, strict=True):
             if info.model_ids or info.version:  # unreachable: try again next refresh
                 self._info[part.instance] = info
