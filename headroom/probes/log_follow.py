@@ -1,7 +1,9 @@
-"""Follow a vLLM log as it grows: a file (`tail -F`: waits for it, survives truncation and
-rotation) or a command's output (`docker logs -f NAME`, `journalctl -fu UNIT`, run as an
-argv list without a shell). Both yield lines without their newline, hold at most one read
-chunk plus one partial line in memory, and stop cleanly.
+"""Follow a vLLM log as it grows, in one place: a file (`tail -F`: waits for it, survives
+truncation and rotation) or a command's output (`docker logs -f NAME`, `journalctl -fu UNIT`,
+run as an argv list without a shell). Both yield lines without their newline, hold at most
+one read chunk plus one partial line in memory, and stop cleanly. `FileTail` is the
+synchronous, bounded step underneath (the supervisor and the TUI poll it);
+`FileFollower`/`CommandFollower` are the async iterators.
 
     follower = FileFollower("/var/log/vllm.log")
     async for line in follower.lines():
@@ -19,10 +21,12 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, BinaryIO
 
-__all__ = ["CommandFollower", "FileFollower", "LineSplitter", "follow"]
+__all__ = ["CommandFollower", "FileFollower", "FileTail", "LineSplitter", "follow"]
 
 CHUNK_BYTES = 256 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is cut into pieces of this size (bounded memory)
@@ -60,13 +64,115 @@ class LineSplitter:
         return raw.decode(self._encoding, errors="replace").rstrip("\r")
 
 
+class FileTail:
+    """`tail -F` for one file, one bounded, synchronous step per `read_lines()` call.
+
+    The one file reader of Headroom: the supervisor polls it for its run's log, the TUI for
+    `attach --log-from`, and `FileFollower` wraps it as an async iterator. A missing file is
+    waited for (and read from its start once it appears, even with `from_end`). When the
+    file shrinks (truncated, copytruncate) it is read again from the start; when the path
+    points to a new file (rotated), the rest of the old one is read first. Each call reads at
+    most `max_bytes`; a line longer than `max_line` comes in pieces; when more than
+    `max_backlog_bytes` wait unread (a flooding server), the tail jumps to the end and
+    counts what it skipped in `skipped_bytes`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        from_end: bool = False,
+        max_bytes: int = 1 << 20,
+        max_line: int = 16 << 10,
+        max_backlog_bytes: int = 64 << 20,
+    ) -> None:
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.max_line = max_line
+        self.max_backlog_bytes = max_backlog_bytes
+        self.position = 0
+        self.skipped_bytes = 0
+        self.lines_read = 0
+        self.rotations = 0  # times the file was replaced or truncated
+        self.last_read_bytes = 0  # bytes the last call read (0: at the end for now)
+        self._splitter = LineSplitter(max_line)
+        self._handle: BinaryIO | None = None
+        self._identity: tuple[int, int] | None = None
+        # Opened now, so "from the end" means the end as it is at construction.
+        if self._open() and from_end:
+            self.position = os.fstat(self._fileno()).st_size
+
+    def _open(self) -> bool:
+        self._handle, self._identity = _open(self.path)
+        return self._handle is not None
+
+    def _fileno(self) -> int:
+        assert self._handle is not None
+        return self._handle.fileno()
+
+    def backlog(self) -> int:
+        """Bytes written and not read yet."""
+        if self._handle is None:
+            return 0
+        return max(os.fstat(self._fileno()).st_size - self.position, 0)
+
+    def read_lines(self, *, final: bool = False) -> list[str]:
+        """New complete lines since the last call (final=True also returns a last partial)."""
+        lines = self._step()
+        if final:
+            lines += self._splitter.flush()
+        self.lines_read += len(lines)
+        return lines
+
+    def _step(self) -> list[str]:
+        self.last_read_bytes = 0
+        if self._handle is None and not self._open():
+            return []
+        lines: list[str] = []
+        size = os.fstat(self._fileno()).st_size
+        if size < self.position:  # truncated in place: start again from the top
+            lines += self._splitter.flush()
+            self.position = 0
+            self.rotations += 1
+        if size - self.position > self.max_backlog_bytes:
+            jump_to = size - self.max_bytes
+            self.skipped_bytes += jump_to - self.position
+            self.position = jump_to
+            self._splitter = LineSplitter(self.max_line)
+        chunk = os.pread(self._fileno(), self.max_bytes, self.position)
+        self.position += len(chunk)
+        self.last_read_bytes = len(chunk)
+        lines += self._splitter.feed(chunk)
+        if not chunk and self._rotated():
+            # The old file is drained: its last partial line, then the new file from its start.
+            lines += self._splitter.flush()
+            self.close()
+            self.position = 0
+            self.rotations += 1
+            if self._open():
+                lines += self._step()
+        return lines
+
+    def _rotated(self) -> bool:
+        now = _stat(self.path)
+        return now is not None and (now[0], now[1]) != self._identity
+
+    def close(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.close()
+
+    def __del__(self) -> None:
+        # A dropped tail closes its file (the supervisor replaces its tail on each run).
+        with contextlib.suppress(Exception):
+            self.close()
+
+
 class FileFollower:
-    """`tail -F` for one file, as an async iterator of lines.
+    """`FileTail` as an async iterator of lines, polling every `poll_s` at the end.
 
     `from_start=True` reads what is already there first (a log of a run being watched from
-    its beginning); False starts at the current end. A missing file is waited for. When the
-    file shrinks (truncated) it is read again from the start; when the path points to a new
-    file (rotated), the rest of the old one is read, then the new one from its start.
+    its beginning); False starts at the current end.
     """
 
     def __init__(
@@ -82,7 +188,12 @@ class FileFollower:
         self.poll_s = poll_s
         self._max_line = max_line
         self._stopped = asyncio.Event()
-        self.rotations = 0  # times the file was replaced or truncated (for tests and the UI)
+        self._tail: FileTail | None = None
+
+    @property
+    def rotations(self) -> int:
+        """Times the file was replaced or truncated (for tests and the UI)."""
+        return self._tail.rotations if self._tail is not None else 0
 
     async def stop(self) -> None:
         self._stopped.set()
@@ -92,53 +203,25 @@ class FileFollower:
         return self._stopped.is_set()
 
     async def lines(self) -> AsyncIterator[str]:
-        splitter = LineSplitter(self._max_line)
-        handle = None
-        identity: tuple[int, int] | None = None
-        position = 0
-        first_open = True
+        tail = self._tail = FileTail(
+            self.path,
+            from_end=not self.from_start,
+            max_bytes=CHUNK_BYTES,
+            max_line=self._max_line,
+            max_backlog_bytes=sys.maxsize,  # a follower reads everything, however far behind
+        )
         try:
             while not self._stopped.is_set():
-                if handle is None:
-                    handle, identity = _open(self.path)
-                    if handle is None:
-                        first_open = False  # created later: all of it is new, read it all
-                        await self._sleep()
-                        continue
-                    if first_open and not self.from_start:
-                        handle.seek(0, os.SEEK_END)
-                    first_open = False
-                    position = handle.tell()
-                data = handle.read(CHUNK_BYTES)
-                if data:
-                    position += len(data)
-                    for line in splitter.feed(data):
-                        yield line
+                for line in tail.read_lines():
+                    yield line
+                if tail.last_read_bytes:
                     await asyncio.sleep(0)  # let the UI breathe between chunks
-                    continue
-                # At the end: has the file been truncated or replaced?
-                now = _stat(self.path)
-                if now is None or (now[0], now[1]) != identity:
-                    if now is not None:  # rotated: the old file is drained, take the new one
-                        for line in splitter.flush():
-                            yield line
-                        handle.close()
-                        handle = None
-                        self.rotations += 1
-                        continue
-                elif now[2] < position:  # truncated in place
-                    for line in splitter.flush():
-                        yield line
-                    handle.seek(0)
-                    position = 0
-                    self.rotations += 1
-                    continue
-                await self._sleep()
-            for line in splitter.flush():
+                else:
+                    await self._sleep()
+            for line in tail.read_lines(final=True):
                 yield line
         finally:
-            if handle is not None:
-                handle.close()
+            tail.close()
 
     async def _sleep(self) -> None:
         with contextlib.suppress(TimeoutError):
@@ -153,9 +236,9 @@ def _stat(path: Path) -> tuple[int, int, int] | None:
     return st.st_dev, st.st_ino, st.st_size
 
 
-def _open(path: Path):
+def _open(path: Path) -> tuple[BinaryIO | None, tuple[int, int] | None]:
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - kept open across iterations on purpose
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 - kept open across reads on purpose
     except OSError:
         return None, None
     st = os.fstat(handle.fileno())
@@ -192,12 +275,17 @@ class CommandFollower:
         self._stopped = False
         self.returncode: int | None = None
         self.error: str | None = None  # why the command could not start
+        self.start_error: OSError | None = None  # the same, as raised
 
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
-    async def lines(self) -> AsyncIterator[str]:
+    async def start(self) -> bool:
+        """Start the command (lines() does this itself when needed); False: it could not
+        start, and `error` says why."""
+        if self._process is not None or self.start_error is not None:
+            return self._process is not None
         try:
             self._process = await asyncio.create_subprocess_exec(
                 *self.argv,
@@ -209,8 +297,15 @@ class CommandFollower:
                 start_new_session=True,
             )
         except OSError as exc:
+            self.start_error = exc
             self.error = f"cannot run {self.argv[0]!r}: {exc.strerror or exc}"
+            return False
+        return True
+
+    async def lines(self) -> AsyncIterator[str]:
+        if not await self.start():
             return
+        assert self._process is not None
         splitter = LineSplitter(self._max_line)
         stream = self._process.stdout
         assert stream is not None
@@ -256,7 +351,7 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def follow(
-    source: str | os.PathLike[str] | Sequence[str], **kwargs
+    source: str | os.PathLike[str] | Sequence[str], **kwargs: Any
 ) -> FileFollower | CommandFollower:
     """A follower for a path (str/Path) or a command (a list of argv strings)."""
     if isinstance(source, str | os.PathLike):

@@ -14,24 +14,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Iterable
-from typing import Any
 
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.message import Message
 from textual.screen import Screen
 
+from headroom.doctor.findings import Action
 from headroom.probes.safe_text import safe_optional
+from headroom.supervisor.states import SupervisorEvent
 from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
 from headroom.tui import messages as msg
+from headroom.tui.log_classes import LogEntry
+from headroom.tui.modes import make_modes
 from headroom.tui.probe_loops import ProbeLoops
-from headroom.tui.screens import SCREEN_TITLES, make_modes
+from headroom.tui.screens import SCREEN_TITLES
+from headroom.tui.screens.base import HeadroomScreen
+from headroom.tui.screens.help import HelpScreen
+from headroom.tui.screens.logs import LogsScreen
+from headroom.tui.screens.quit import QuitDialog
+from headroom.tui.screens.restart import RestartDialog, plan_restart
 from headroom.tui.sources import DataSources, LiveSources
 from headroom.tui.store import Store
+from headroom.tui.supervised import SupervisedServer
 
 # Supervisor events worth a line among the dashboard's recent events.
 NOTICE_KINDS = {"restart", "rollback", "crash_backoff", "preflight", "memory", "notice", "launch"}
@@ -42,7 +53,7 @@ class HeadroomApp(ProbeLoops, App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "Headroom"
-    MODES = make_modes()
+    MODES = make_modes()  # type: ignore[assignment]  # Textual's own type is wider (str too)
     BINDINGS = [
         *[
             Binding(str(number), f"show('{mode}')", title, show=False)
@@ -84,7 +95,7 @@ class HeadroomApp(ProbeLoops, App[int]):
         self.theme_changed_signal.subscribe(self, lambda _theme: self._redraw("theme"))
         self.sources.on_supervisor_event(self._supervisor_event)
         self.switch_mode(self._start_screen)
-        if getattr(self.sources, "stop_on_exit", False):
+        if self.sources.stop_on_exit:
             # A closed terminal or SSH session (SIGHUP) must still stop the server the demo
             # launched: exit through on_unmount, which closes the sources (seen: an orphaned
             # simulator after tmux kill-session).
@@ -92,7 +103,7 @@ class HeadroomApp(ProbeLoops, App[int]):
                 loop = asyncio.get_running_loop()
                 for number in (signal.SIGHUP, signal.SIGTERM):
                     loop.add_signal_handler(number, self.exit)
-        # Probes import httpx, NVML and friends: start them once the first frame is painted.
+        # The probes' first reads (NVML init, a scrape) start once the first frame is painted.
         self.call_after_refresh(self._start_loops)
 
     # -- message handlers: update the store, redraw what is visible -----------------------
@@ -104,17 +115,16 @@ class HeadroomApp(ProbeLoops, App[int]):
 
     def _redraw_now(self, what: str) -> None:
         for screen in self.screen_stack[-2:]:  # the visible screen and the one under a modal
-            show = getattr(screen, "show", None)
-            if show is not None and screen.is_mounted:
+            if isinstance(screen, HeadroomScreen) and screen.is_mounted:
                 try:
-                    show(self.store, what)
+                    screen.show(self.store, what)
                 except NoMatches:  # a screen still composing or already torn down
                     pass
 
     @on(msg.MetricsScraped)
     def _on_metrics(self, message: msg.MetricsScraped) -> None:
         self.store.record_metrics(message.snapshot, self.sources.clock())
-        reported = getattr(self.sources, "reported", None)
+        reported = self.sources.reported
         if reported is not None:
             self.store.server.reported = reported
         self._data_version += 1
@@ -141,12 +151,11 @@ class HeadroomApp(ProbeLoops, App[int]):
         self._redraw_logs(new)
         self._redraw("logs")
 
-    def _redraw_logs(self, new: list[Any]) -> None:
+    def _redraw_logs(self, new: list[LogEntry]) -> None:
         for screen in self.screen_stack[-2:]:
-            append = getattr(screen, "append_log_lines", None)
-            if append is not None and screen.is_mounted:
+            if isinstance(screen, LogsScreen) and screen.is_mounted:
                 try:
-                    append(new)
+                    screen.append_log_lines(new)
                 except NoMatches:  # still composing; it draws everything when mounted
                     pass
 
@@ -164,19 +173,18 @@ class HeadroomApp(ProbeLoops, App[int]):
         elif message.state not in {"ready", "degraded"}:
             server.up_since = None
         server.state, server.detail = message.state, safe_optional(message.detail)
-        command = getattr(getattr(self.sources, "supervisor", None), "command", None)
+        command = self.sources.current_command()
         if command is not None:  # a restart changes the command; show the one running
             server.command = command
-            server.model = getattr(command, "model", None) or server.model
+            server.model = command.model or server.model
         self._data_version += 1
         self.wake_doctor()
         self._redraw("server")
 
-    def _supervisor_event(self, event: Any) -> None:
+    def _supervisor_event(self, event: SupervisorEvent) -> None:
         # Called by the supervisor (same event loop); state changes arrive via the state loop.
-        kind = getattr(event, "kind", "")
-        if kind in NOTICE_KINDS:
-            self.post_message(msg.SupervisorNoticed(kind, str(getattr(event, "message", ""))))
+        if event.kind in NOTICE_KINDS:
+            self.post_message(msg.SupervisorNoticed(event.kind, event.message))
 
     @on(msg.SupervisorNoticed)
     def _on_supervisor_notice(self, message: msg.SupervisorNoticed) -> None:
@@ -200,25 +208,23 @@ class HeadroomApp(ProbeLoops, App[int]):
             self.switch_mode(mode)
 
     def action_help(self) -> None:
-        from headroom.tui.screens.help import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     async def action_quit(self) -> None:
         """Quit; when Headroom launched the server, first ask: stop it or leave it running."""
-        running = getattr(self.sources, "server_running", None)
-        alive, pid = running() if running is not None else (False, None)
+        alive, pid = self.sources.server_running()
         if not alive:
             self.exit(0)
             return
-        if getattr(self.sources, "stop_on_exit", False):
+        if self.sources.stop_on_exit:
             self._finish_quit("stop")
             return
-        from headroom.tui.screens.quit import QuitDialog
-
         if not isinstance(self.screen, QuitDialog):
-            self.push_screen(QuitDialog(pid), self._finish_quit)
+            self.push_screen(QuitDialog(pid), self._on_quit_choice)
+
+    def _on_quit_choice(self, choice: str | None) -> None:
+        self._finish_quit(choice)
 
     @work(exclusive=True, group="quit", exit_on_error=False)
     async def _finish_quit(self, choice: str | None) -> None:
@@ -240,10 +246,8 @@ class HeadroomApp(ProbeLoops, App[int]):
         current = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(current + 1) % len(names)]
 
-    def propose_action(self, action: Any) -> None:
+    def propose_action(self, action: Action) -> None:
         """Open the restart dialog for a doctor action (called by the Doctor screen)."""
-        from headroom.tui.screens.restart import RestartDialog, plan_restart
-
         plan = plan_restart(self.store.server.command, action)
         self.push_screen(
             RestartDialog(plan, can_restart=self.sources.can_restart), self._after_restart_dialog
@@ -276,9 +280,7 @@ class HeadroomApp(ProbeLoops, App[int]):
         """Read the journal again (after a restart, or on `r` in the Runs screen)."""
         self._runs_once()
 
-    def post_message_to_dialog(self, message: Any) -> None:
-        from headroom.tui.screens.restart import RestartDialog
-
+    def post_message_to_dialog(self, message: Message) -> None:
         for screen in reversed(self.screen_stack):
             if isinstance(screen, RestartDialog):
                 screen.post_message(message)
@@ -321,9 +323,9 @@ def run_attach(
     url: str,
     interval: float = 1.0,
     theme: str | None = None,
-    log_from: Any = None,
+    log_from: str | os.PathLike[str] | None = None,
     log_cmd: list[str] | None = None,
-    supervisor: Any = None,
+    supervisor: SupervisedServer | None = None,
 ) -> int:
     """`headroom attach URL`: the dashboard for a server Headroom does not manage.
     `log_from`: the server's log file; `log_cmd`: a command whose output is the log (e.g.
@@ -344,7 +346,11 @@ def run_attach(
 
 
 def run_serve(
-    supervisor: Any, interval: float = 1.0, theme: str | None = None, *, stop_on_exit: bool = False
+    supervisor: SupervisedServer,
+    interval: float = 1.0,
+    theme: str | None = None,
+    *,
+    stop_on_exit: bool = False,
 ) -> int:
     """`headroom serve` / `headroom demo`: the dashboard over a `Supervisor`. Starts the
     server inside the app's event loop (or only starts watching a re-adopted one). On quit it

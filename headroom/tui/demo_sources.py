@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable
-from typing import Any
 
-from headroom.tui.sources import LiveSources
+from headroom.probes.nvml_types import GpuSnapshot
+from headroom.simulator.loadgen import run_load
+from headroom.simulator.scenario import Scenario
+from headroom.supervisor.states import SupervisorEvent
+from headroom.tui.sources import LiveSources, TopologyReading
+from headroom.tui.supervised import EventListener, SupervisedServer
 
 DEMO_GPU_NOTE = "simulated GPUs appear once the simulator runs (the demo reads no real GPU)"
 DEMO_TOPOLOGY_NOTE = "the simulated machine's matrix appears once the simulator runs"
@@ -31,34 +34,36 @@ class DemoSources(LiveSources):
 
     topology_retry_s = 2.0
 
-    def __init__(self, supervisor: Any, scenario: Any, **kwargs: Any) -> None:
-        super().__init__(supervisor=supervisor, stop_on_exit=True, **kwargs)
+    def __init__(
+        self,
+        supervisor: SupervisedServer | None,
+        scenario: Scenario | None,
+        *,
+        window_s: float = 60.0,
+    ) -> None:
+        super().__init__(supervisor=supervisor, stop_on_exit=True, window_s=window_s)
         self.scenario = scenario
         self._load_stop = asyncio.Event()
-        self._load_task: asyncio.Task | None = None
+        self._load_task: asyncio.Task[None] | None = None
 
-    async def sample_gpus(self) -> Any:
+    async def sample_gpus(self) -> GpuSnapshot | None:
         snapshot = await super().sample_gpus()
-        if snapshot is not None and not getattr(snapshot, "available", True):
+        if snapshot is not None and not snapshot.available:
             snapshot = dataclasses.replace(snapshot, reason=DEMO_GPU_NOTE)
         return snapshot
 
-    async def read_topology(self) -> tuple[Any, list[Any]] | None:
+    async def read_topology(self) -> TopologyReading | None:
         result = await super().read_topology()
         if result is not None and result[0].confidence == "unreadable":
             return dataclasses.replace(result[0], problems=(DEMO_TOPOLOGY_NOTE,)), result[1]
         return result
 
-    def on_supervisor_event(self, callback: Callable[[Any], None]) -> None:
+    def on_supervisor_event(self, callback: EventListener) -> None:
         """The supervisor's pre-flight runs before the simulator exists: say so."""
 
-        def reworded(event: Any) -> None:
-            message = str(getattr(event, "message", ""))
-            if getattr(event, "kind", "") in {"notice", "preflight"} and _no_driver_text(message):
-                with contextlib.suppress(TypeError, ValueError):
-                    event = dataclasses.replace(
-                        event, message=f"GPU checks skipped: {DEMO_GPU_NOTE}"
-                    )
+        def reworded(event: SupervisorEvent) -> None:
+            if event.kind in {"notice", "preflight"} and _no_driver_text(event.message):
+                event = dataclasses.replace(event, message=f"GPU checks skipped: {DEMO_GPU_NOTE}")
             callback(event)
 
         super().on_supervisor_event(reworded)
@@ -68,22 +73,21 @@ class DemoSources(LiveSources):
         await super().start()
 
     async def _load_when_ready(self) -> None:
-        load = getattr(self.scenario, "load", None)
-        if load is None or getattr(load, "concurrency", 0) <= 0:
+        sup, scenario = self.supervisor, self.scenario
+        if sup is None or scenario is None or scenario.load.concurrency <= 0:
             return
-        from headroom.simulator.loadgen import run_load
-
-        while str(getattr(self.supervisor, "state", "")) != "ready":
+        load = scenario.load
+        while str(sup.state) != "ready":
             if self._load_stop.is_set():
                 return
             await asyncio.sleep(0.5)
         await run_load(
-            self.supervisor.url,
-            self.scenario.model,
+            sup.url,
+            scenario.model,
             concurrency=load.concurrency,
             requests=load.requests,
-            prompt_tokens=tuple(load.prompt_tokens),
-            max_tokens=tuple(load.max_tokens),
+            prompt_tokens=load.prompt_tokens,
+            max_tokens=load.max_tokens,
             ignore_eos=load.ignore_eos,
             stop=self._load_stop,
         )

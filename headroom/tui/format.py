@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 
+from headroom.probes.metrics_window import Latency
 from headroom.probes.safe_text import safe_text
 
 NA = "N/A"
@@ -15,23 +16,28 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
+def _known(value: float | None) -> float | None:
+    """The value, or None when it is missing (None, NaN, infinite)."""
+    return None if value is None or not math.isfinite(value) else value
+
+
 def percent(fraction: float | None, digits: int = 0) -> str:
     """0..1 -> '42%'."""
-    if _missing(fraction):
+    if (known := _known(fraction)) is None:
         return NA
-    return f"{fraction * 100:.{digits}f}%"
+    return f"{known * 100:.{digits}f}%"
 
 
-def count(value: float | int | None) -> str:
+def count(value: float | None) -> str:
     """Whole numbers with thin grouping: 123456 -> '123,456'; floats rounded."""
-    if _missing(value):
+    if (known := _known(value)) is None:
         return NA
-    return f"{round(value):,}"
+    return f"{round(known):,}"
 
 
-def compact(value: float | int | None) -> str:
+def compact(value: float | None) -> str:
     """Large counts in few characters: 1234567 -> '1.2M'."""
-    if _missing(value):
+    if (value := _known(value)) is None:
         return NA
     for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= limit:
@@ -45,16 +51,16 @@ def rate(value: float | None, unit: str = "/s") -> str:
     return f"{compact(value)}{unit}"
 
 
-def gib(num_bytes: int | float | None, digits: int = 1) -> str:
+def gib(num_bytes: float | None, digits: int = 1) -> str:
     """Bytes -> GiB, the unit vLLM's own log uses."""
-    if _missing(num_bytes):
+    if (known := _known(num_bytes)) is None:
         return NA
-    return f"{num_bytes / 2**30:.{digits}f} GiB"
+    return f"{known / 2**30:.{digits}f} GiB"
 
 
 def seconds_as_latency(seconds: float | None) -> str:
     """Latency in the unit that reads best: 0.0123 -> '12 ms', 1.5 -> '1.50 s'."""
-    if _missing(seconds):
+    if (seconds := _known(seconds)) is None:
         return NA
     if seconds < 1:
         ms = seconds * 1000
@@ -62,17 +68,17 @@ def seconds_as_latency(seconds: float | None) -> str:
     return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
-def latency_pair(latency: object | None) -> str:
+def latency_pair(latency: Latency | None) -> str:
     """p50 / p95 of a `Latency`, or '< 10 ms (mean 3.2 ms)' when every observation fell
     below the first histogram bucket: vLLM's ITL buckets start at 10 ms, so a quantile
     there would be made up; the mean from _sum/_count is honest."""
     if latency is None:
         return NA
-    if getattr(latency, "below_first_bucket", False):
-        mean = getattr(latency, "mean", None)
+    if latency.below_first_bucket:
+        mean = latency.mean
         suffix = f" (mean {seconds_as_latency(mean)})" if not _missing(mean) else ""
         return f"< 10 ms{suffix}"
-    p50, p95 = getattr(latency, "p50", None), getattr(latency, "p95", None)
+    p50, p95 = latency.p50, latency.p95
     if _missing(p50) and _missing(p95):
         return NA
     return f"{seconds_as_latency(p50)} / {seconds_as_latency(p95)}"
@@ -80,9 +86,10 @@ def latency_pair(latency: object | None) -> str:
 
 def duration(seconds: float | None) -> str:
     """Uptime-style: 59 -> '59s', 3700 -> '1h01m'."""
-    if _missing(seconds) or seconds < 0:
+    known = _known(seconds)
+    if known is None or known < 0:
         return NA
-    seconds = int(seconds)
+    seconds = int(known)
     if seconds < 60:
         return f"{seconds}s"
     minutes, sec = divmod(seconds, 60)
@@ -96,7 +103,8 @@ def duration(seconds: float | None) -> str:
 
 
 def watts(value: float | None) -> str:
-    return NA if _missing(value) else f"{value:.0f} W"
+    known = _known(value)
+    return NA if known is None else f"{known:.0f} W"
 
 
 def flag_value(value: object | None) -> str:
@@ -114,9 +122,9 @@ def bar(fraction: float | None, width: int) -> str:
     """A text bar of `width` cells using eighth blocks, for gauges in narrow terminals."""
     if width <= 0:
         return ""
-    if _missing(fraction):
+    if (known := _known(fraction)) is None:
         return "·" * width
-    fraction = min(max(fraction, 0.0), 1.0)
+    fraction = min(max(known, 0.0), 1.0)
     eighths = round(fraction * width * 8)
     full, rest = divmod(eighths, 8)
     partial = " ▏▎▍▌▋▊▉"[rest].strip() if rest else ""

@@ -1,11 +1,12 @@
-"""Classify vLLM log lines for the Logs screen, with the log reader's `classify_line` when
-it is available and a plain severity guess otherwise (so the screen works on a partial
-install and on lines the reader does not know)."""
+"""Classify vLLM log lines for the Logs screen, with the log reader's `classify_line`, and a
+plain severity guess for the lines the reader does not know."""
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from headroom.probes.vllm_log import classify_line
 
 # vLLM lines look like "(EngineCore pid=1) ERROR 11-29 11:26:25 [file.py:1] message".
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|INFO|DEBUG)\b")
@@ -45,27 +46,15 @@ class LogEntry(NamedTuple):
     own_poll: bool = False  # an access line of Headroom's own polling (hidden by default)
 
 
-def _classifier():
-    try:
-        from headroom.probes.vllm_log import classify_line
-
-        return classify_line
-    except ImportError:
-        return None
-
-
-_CLASSIFY = _classifier()
-
-
 def classify(line: str, lineno: int) -> LogEntry:
-    kind, severity = None, None
-    if _CLASSIFY is not None:
-        try:
-            event = _CLASSIFY(line, lineno)
-        except Exception:  # the reader's bug must not cost the user the line
-            event = None
-        if event is not None:
-            kind, severity = event.kind, event.severity
+    kind: str | None = None
+    severity: str | None = None
+    try:
+        event = classify_line(line, lineno)
+    except Exception:  # the reader's bug must not cost the user the line
+        event = None
+    if event is not None:
+        kind, severity = event.kind, event.severity
     if severity is None:
         match = _LEVEL.search(line[:120])
         level = match.group(1) if match else ""

@@ -1,19 +1,23 @@
-"""Follow a growing log file without blocking the UI: each `read_new()` returns the complete
-lines appended since the last call. A file that shrinks (rotated or truncated by a restart)
-is read again from the start. The reading itself is the supervisor's FileTail (which cuts
-lines with the log follower's LineSplitter); this module only keeps the TUI's names."""
+"""The TUI's two log sources, both the log follower's (headroom.probes.log_follow) with the
+TUI's settings: `FileTail` reads a growing file without ever skipping a backlog, and
+`CommandTail` keeps what a command such as `docker logs -f vllm` prints in a bounded buffer
+until the Logs screen polls for it."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sys
+from collections import deque
 
-from headroom.supervisor.log_tail import FileTail as _BoundedFileTail
+from headroom.probes.log_follow import CommandFollower
+from headroom.probes.log_follow import FileTail as _FileTail
 
 MAX_READ = 1 << 20  # at most 1 MiB per call, so a huge backlog cannot stall one poll
 
 
-class FileTail(_BoundedFileTail):
+class FileTail(_FileTail):
     """Incremental reader of one text file."""
 
     def __init__(self, path: str | os.PathLike[str], *, from_start: bool = True) -> None:
@@ -41,57 +45,31 @@ class CommandTail:
         if not argv:
             raise ValueError("a log command needs at least the program name")
         self.argv = list(argv)
-        self._pending: list[str] = []
-        self._process = None
-        self._reader = None
+        self._follower = CommandFollower(self.argv)
+        self._pending: deque[str] = deque(maxlen=self.MAX_PENDING)
+        self._reader: asyncio.Task[None] | None = None
         self.ended: str | None = None  # why the command stopped, once it has
 
     async def start(self) -> None:
-        import asyncio
-
-        try:
-            self._process = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            self.ended = f"could not run {self.argv[0]!r}: {exc.strerror or exc}"
+        if not await self._follower.start():
+            error = self._follower.start_error
+            why = (error.strerror if error is not None else None) or error
+            self.ended = f"could not run {self.argv[0]!r}: {why}"
             return
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     async def _read(self) -> None:
-        stream = self._process.stdout
-        while True:
-            raw = await stream.readline()
-            if not raw:
-                break
-            self._pending.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
-            if len(self._pending) > self.MAX_PENDING:
-                del self._pending[: len(self._pending) - self.MAX_PENDING]
-        code = await self._process.wait()
-        self.ended = f"log command exited with status {code}"
+        async for line in self._follower.lines():
+            self._pending.append(line)
+        self.ended = f"log command exited with status {self._follower.returncode}"
 
     def read_new(self) -> list[str]:
-        lines, self._pending = self._pending, []
+        lines = list(self._pending)
+        self._pending.clear()
         return lines
 
     async def stop(self) -> None:
-        import asyncio
-        import contextlib
-
-        process = self._process
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.terminate()
-            try:
-                await asyncio.wait_for(process.wait(), 3)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
+        await self._follower.stop()
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

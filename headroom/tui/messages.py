@@ -8,15 +8,20 @@ the `Store`'s buffer, the message only says "there are new ones").
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.message import Message
+
+from headroom.doctor.findings import Diagnosis
+from headroom.probes.metrics_types import ServerMetrics
+from headroom.probes.nvml_types import GpuSnapshot
+from headroom.probes.topology_types import TopologyMatrix
+from headroom.probes.topology_verdict import TpVerdict
+from headroom.supervisor.journal import RunRecord
 
 
 class MetricsScraped(Message):
     """A /metrics scrape finished (successfully or not: see `snapshot.state`)."""
 
-    def __init__(self, snapshot: Any) -> None:
+    def __init__(self, snapshot: ServerMetrics) -> None:
         super().__init__()
         self.snapshot = snapshot
 
@@ -26,7 +31,7 @@ class GpusSampled(Message):
 
     bubble = False
 
-    def __init__(self, snapshot: Any) -> None:
+    def __init__(self, snapshot: GpuSnapshot) -> None:
         super().__init__()
         self.snapshot = snapshot
 
@@ -37,7 +42,7 @@ class GpusSampled(Message):
 class TopologyRead(Message):
     """The topology matrix was read (once per session; it does not change while running)."""
 
-    def __init__(self, matrix: Any, verdicts: list[Any]) -> None:
+    def __init__(self, matrix: TopologyMatrix, verdicts: list[TpVerdict]) -> None:
         super().__init__()
         self.matrix = matrix
         self.verdicts = verdicts
@@ -55,7 +60,7 @@ class LogLinesPending(Message):
 class DiagnosisMade(Message):
     """The doctor ran over the latest inputs."""
 
-    def __init__(self, diagnosis: Any) -> None:
+    def __init__(self, diagnosis: Diagnosis) -> None:
         super().__init__()
         self.diagnosis = diagnosis
 
@@ -72,7 +77,7 @@ class ServerStateChanged(Message):
 class RunsLoaded(Message):
     """The run journal was read."""
 
-    def __init__(self, records: list[Any]) -> None:
+    def __init__(self, records: list[RunRecord]) -> None:
         super().__init__()
         self.records = records
 

@@ -2,8 +2,8 @@
 
 Each loop waits for its read to finish before sleeping for the interval, so reads never
 overlap and a slow probe only delays itself. A probe that raises is reported with
-`ProbeFailed` (its panel says why) and, unless it cannot work at all (module missing), is
-tried again next round. Recorded sources (`one_shot`) answer once.
+`ProbeFailed` (its panel says why) and is tried again next round. Recorded sources
+(`one_shot`) answer once.
 """
 
 from __future__ import annotations
@@ -12,31 +12,45 @@ import asyncio
 import contextlib
 import dataclasses
 from collections import deque
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from textual import work
+from textual.message import Message
 
+from headroom.probes.nvml_types import GpuSnapshot
 from headroom.tui import messages as msg
+from headroom.tui.sources import DataSources
+from headroom.tui.store import Store
+
+T = TypeVar("T")
 
 LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
 DOCTOR_MIN_S = 5.0  # the doctor re-runs at most this often (it costs ~10 ms), only on new data
 GPU_UNAVAILABLE_RETRY_S = 15.0  # no driver / no GPU: look again this seldom, after a while
 GPU_QUICK_RETRIES = 10  # ...but first at the normal rate (a simulator's state appears late)
 DOCTOR_WAKE_GAP_S = 0.3  # after a wake-up, wait for the rest of the burst (log lines)
-TOPOLOGY_RETRY_S = 10.0  # an unreadable topology is read again this often
 
 
 def probe_failed(name: str, exc: BaseException) -> msg.ProbeFailed:
-    """The one wording of a probe failure: a missing module says which, anything else
-    says what was raised."""
-    if isinstance(exc, ImportError):
-        return msg.ProbeFailed(name, f"{exc.name or 'module'} not available")
+    """The one wording of a probe failure: what was raised."""
     return msg.ProbeFailed(name, f"{type(exc).__name__}: {exc}")
 
 
 class ProbeLoops:
     """Mixin for `HeadroomApp`: needs `sources`, `store`, `interval`, `post_message` and
     `_data_version` / `_diagnosed_version` counters."""
+
+    sources: DataSources
+    store: Store
+    interval: float
+    _data_version: int
+    _diagnosed_version: int
+    _doctor_wake: asyncio.Event | None = None
+
+    if TYPE_CHECKING:  # App's; declared here only for the type checker
+
+        def post_message(self, message: Message) -> bool: ...
 
     def _start_loops(self) -> None:
         self._server_loop()
@@ -47,17 +61,24 @@ class ProbeLoops:
         self._doctor_loop()
         self._runs_once()
 
-    async def _repeat(self, name: str, read, post, every) -> None:
+    def _post(self, message: Message) -> None:
+        self.post_message(message)
+
+    async def _repeat(
+        self,
+        name: str,
+        read: Callable[[], Awaitable[T | None]],
+        post: Callable[[T], None],
+        every: float | Callable[[T | None], float],
+    ) -> None:
         """Run `read` forever (once for recorded sources), posting what it returns.
         The next read starts only after this one finished: a slow probe delays itself and
         nothing else."""
         while True:
             started = asyncio.get_running_loop().time()
+            result: T | None = None
             try:
                 result = await read()
-            except ImportError as exc:
-                self.post_message(probe_failed(name, exc))
-                return
             except Exception as exc:  # a probe bug must not take the dashboard down
                 self.post_message(probe_failed(name, exc))
             else:
@@ -91,7 +112,7 @@ class ProbeLoops:
         await self._repeat(
             "metrics",
             self.sources.scrape_metrics,
-            lambda snap: self.post_message(msg.MetricsScraped(snap)),
+            lambda snap: self._post(msg.MetricsScraped(snap)),
             self.interval,
         )
 
@@ -105,10 +126,10 @@ class ProbeLoops:
 
         misses = 0
 
-        def every(snapshot: Any) -> float:
+        def every(snapshot: GpuSnapshot | None) -> float:
             # No driver or no GPU rarely changes while running: look again, but seldom.
             nonlocal misses
-            if snapshot is not None and not getattr(snapshot, "available", True):
+            if snapshot is not None and not snapshot.available:
                 misses += 1
                 if misses > GPU_QUICK_RETRIES:
                     return max(self.interval, GPU_UNAVAILABLE_RETRY_S)
@@ -119,7 +140,7 @@ class ProbeLoops:
         await self._repeat(
             "gpus",
             self.sources.sample_gpus,
-            lambda snap: self.post_message(msg.GpusSampled(snap)),
+            lambda snap: self._post(msg.GpusSampled(snap)),
             every,
         )
 
@@ -133,18 +154,15 @@ class ProbeLoops:
         while True:
             try:
                 result = await self.sources.read_topology()
-            except ImportError as exc:
-                self.post_message(probe_failed("topology", exc))
-                return
             except Exception as exc:
                 self.post_message(probe_failed("topology", exc))
                 return
-            if result is not None:
-                self.post_message(msg.TopologyRead(*result))
-            matrix = result[0] if result else None
-            if self.sources.one_shot or result is None or matrix.confidence != "unreadable":
+            if result is None:
                 return
-            await asyncio.sleep(getattr(self.sources, "topology_retry_s", TOPOLOGY_RETRY_S))
+            self.post_message(msg.TopologyRead(*result))
+            if self.sources.one_shot or result[0].confidence != "unreadable":
+                return
+            await asyncio.sleep(self.sources.topology_retry_s)
 
     @work(exclusive=True, group="logs", exit_on_error=False)
     async def _log_loop(self) -> None:
@@ -162,13 +180,12 @@ class ProbeLoops:
         """Diagnose soon rather than within DOCTOR_MIN_S: the server changed state or the log
         showed an error, and the user is about to look (a failed start must not read
         "nothing wrong found" for seconds)."""
-        wake = getattr(self, "_doctor_wake", None)
-        if wake is not None:
-            wake.set()
+        if self._doctor_wake is not None:
+            self._doctor_wake.set()
 
     @work(exclusive=True, group="doctor", exit_on_error=False)
     async def _doctor_loop(self) -> None:
-        self._doctor_wake = asyncio.Event()
+        wake = self._doctor_wake = asyncio.Event()
         while True:
             if self._data_version != self._diagnosed_version:
                 self._diagnosed_version = self._data_version
@@ -179,9 +196,6 @@ class ProbeLoops:
                 )
                 try:
                     diagnosis = await asyncio.to_thread(self.sources.diagnose, view)
-                except ImportError as exc:
-                    self.post_message(probe_failed("doctor", exc))
-                    return
                 except Exception as exc:  # a doctor bug must not take the dashboard down
                     self.post_message(probe_failed("doctor", exc))
                 else:
@@ -189,20 +203,15 @@ class ProbeLoops:
                         self.post_message(msg.DiagnosisMade(diagnosis))
             if self.sources.one_shot:
                 return
-            self._doctor_wake.clear()
+            wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._doctor_wake.wait(), timeout=max(self.interval, DOCTOR_MIN_S)
-                )
+                await asyncio.wait_for(wake.wait(), timeout=max(self.interval, DOCTOR_MIN_S))
             await asyncio.sleep(DOCTOR_WAKE_GAP_S)  # let the burst that woke it arrive
 
     @work(exclusive=True, group="runs", exit_on_error=False)
     async def _runs_once(self) -> None:
         try:
             records = await self.sources.read_runs()
-        except ImportError as exc:
-            self.post_message(probe_failed("runs", exc))
-            return
         except Exception as exc:
             self.post_message(probe_failed("runs", exc))
             return

@@ -3,14 +3,13 @@
 `DataSources` is the one interface the app talks to: a method per probe, each async and
 each allowed to return `None` ("this source has no such data"). The app runs every method in
 its own worker loop and turns results into messages, so a slow or broken probe only marks its
-own panel unavailable.
+own panel unavailable. Every method returns the probes' own typed snapshots.
 
 - `LiveSources`: the real probes (metrics over HTTP, NVML, topology, a log file, the doctor),
-  optionally with a `Supervisor` for state, logs and restarts.
-- `headroom.tui.recorded.RecordedSources`: fixed data and a fixed clock, for snapshot tests.
-
-Probe modules are imported lazily: a missing or broken one becomes "unavailable: why" on
-its panel instead of stopping the app.
+  optionally with a supervised server (`SupervisedServer`, which `Supervisor` implements)
+  for state, logs and restarts.
+- `DemoSources` (demo_sources.py): live sources over the simulator, with the demo's load.
+- tests/tui/recorded_sources.py: fixed data and a fixed clock, for snapshot tests.
 """
 
 from __future__ import annotations
@@ -19,15 +18,35 @@ import asyncio
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.doctor.findings import Diagnosis
+from headroom.probes.metrics import MetricsProbe
+from headroom.probes.metrics_types import ServerMetrics
+from headroom.probes.nvml import NvmlProbe
+from headroom.probes.nvml_types import GpuSnapshot
+from headroom.probes.server_info import ServerInfo as ReportedInfo
+from headroom.probes.server_info import read_server_info
+from headroom.probes.topology import read_topology
+from headroom.probes.topology_types import TopologyMatrix
+from headroom.probes.topology_verdict import TpVerdict, tp_verdicts
+from headroom.probes.vllm_log import LogDigest
+from headroom.supervisor.journal import Journal, RunRecord
+from headroom.supervisor.states import SupervisorEvent
 from headroom.tui.log_tail import CommandTail, FileTail
+from headroom.tui.restart_driver import drive_restart
 from headroom.tui.store import ServerInfo, Store
+from headroom.tui.supervised import EventListener, SupervisedServer
+from headroom.vllm_cmd import VllmCommand
 
 ProgressCallback = Callable[[str, str, str | None], None]
+TopologyReading = tuple[TopologyMatrix, list[TpVerdict]]
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]", ""}
+# Retry a failed NVML init soon: a simulator writes its GPU state a moment after launch, and
+# a driver being loaded should show up quickly too.
+NVML_RETRY_INIT_S = 2.0
 
 
 def url_is_local(url: str | None) -> bool:
@@ -53,6 +72,8 @@ class DataSources:
     can_restart = False
     has_logs = True  # False: no log to follow, so the app does not poll for one
     topology_retry_s = 10.0  # an unreadable topology is read again this often
+    stop_on_exit = False  # True: quitting stops the server Headroom launched, without asking
+    reported: ReportedInfo | None = None  # /v1/models and /version, read once the server is up
 
     def clock(self) -> float:
         return time.monotonic()
@@ -60,7 +81,11 @@ class DataSources:
     def server_info(self) -> ServerInfo:
         return ServerInfo()
 
-    def on_supervisor_event(self, callback: Callable[[Any], None]) -> None:
+    def current_command(self) -> VllmCommand | None:
+        """The command line the supervised server runs now (a restart changes it)."""
+        return None
+
+    def on_supervisor_event(self, callback: EventListener) -> None:
         """Call `callback(event)` for each supervisor event (restart, rollback, crash...)."""
 
     def prime(self, store: Store) -> None:
@@ -69,13 +94,13 @@ class DataSources:
     async def start(self) -> None:
         """Called once when the app starts (e.g. launch a supervised server)."""
 
-    async def scrape_metrics(self) -> Any:
+    async def scrape_metrics(self) -> ServerMetrics | None:
         return None
 
-    async def sample_gpus(self) -> Any:
+    async def sample_gpus(self) -> GpuSnapshot | None:
         return None
 
-    async def read_topology(self) -> tuple[Any, list[Any]] | None:
+    async def read_topology(self) -> TopologyReading | None:
         return None
 
     async def read_log_lines(self) -> list[str]:
@@ -85,10 +110,10 @@ class DataSources:
         """(state, detail) of a supervised server; None when not supervised."""
         return None
 
-    def diagnose(self, store: Store) -> Any:
+    def diagnose(self, store: Store) -> Diagnosis | None:
         return None
 
-    async def read_runs(self) -> list[Any] | None:
+    async def read_runs(self) -> list[RunRecord] | None:
         return None
 
     async def restart(
@@ -114,7 +139,7 @@ class DataSources:
 
 class LiveSources(DataSources):
     """The real probes. `url` is the server's base URL; `log_path` a vLLM log file to follow;
-    `supervisor` a `headroom.supervisor.Supervisor` (state, log, restarts, journal)."""
+    `supervisor` a supervised server (state, log, restarts, journal)."""
 
     def __init__(
         self,
@@ -122,16 +147,16 @@ class LiveSources(DataSources):
         *,
         log_path: str | None = None,
         log_cmd: list[str] | None = None,
-        supervisor: Any = None,
+        supervisor: SupervisedServer | None = None,
         window_s: float = 60.0,
         stop_on_exit: bool = False,
     ) -> None:
         self.supervisor = supervisor
         self.stop_on_exit = stop_on_exit
-        self.url = url or getattr(supervisor, "url", None)
+        self.url = url or (supervisor.url if supervisor is not None else None)
         self.window_s = window_s
         self.gpus_local = supervisor is not None or url_is_local(self.url)
-        if not self.gpus_local:
+        if not self.gpus_local and self.url:
             host = urlsplit(self.url if "//" in self.url else f"http://{self.url}").hostname
             self.gpus_remote_reason = (
                 f"GPUs not local: the server runs on {host}; this machine's GPUs are not its GPUs"
@@ -142,24 +167,23 @@ class LiveSources(DataSources):
         self._command_end_reported = False
         self._log_path = log_path
         self._tail: FileTail | None = FileTail(log_path) if log_path else None
-        self._digest: Any = None
-        self._metrics_probe: Any = None
-        self.reported: Any = None  # /v1/models and /version, read once the server is up
+        self._digest: LogDigest | None = None  # of a followed log (a supervisor keeps its own)
+        self._metrics_probe: MetricsProbe | None = None
         self._reported_at: float | None = None
-        self._nvml_probe: Any = None
+        self._nvml_probe: NvmlProbe | None = None
         self._start_error: str | None = None
-        self._event_listeners: list[Callable[[Any], None]] = []
+        self._event_listeners: list[EventListener] = []
         self._supervisor_lines: list[str] = []
         self._log_subscribed = False
         if supervisor is not None:
             self._chain_events(supervisor)
 
-    def _chain_events(self, supervisor: Any) -> None:
+    def _chain_events(self, supervisor: SupervisedServer) -> None:
         """Listen to the supervisor's events without displacing a listener it already has."""
-        previous = getattr(supervisor, "on_event", None)
+        previous = supervisor.on_event
         listeners = self._event_listeners
 
-        def fan_out(event: Any) -> None:
+        def fan_out(event: SupervisorEvent) -> None:
             if previous is not None:
                 previous(event)
             for listener in list(listeners):
@@ -167,15 +191,18 @@ class LiveSources(DataSources):
 
         supervisor.on_event = fan_out
 
-    def on_supervisor_event(self, callback: Callable[[Any], None]) -> None:
+    def on_supervisor_event(self, callback: EventListener) -> None:
         if self.supervisor is not None:
             self._event_listeners.append(callback)
 
     # -- server -----------------------------------------------------------------------
+    def current_command(self) -> VllmCommand | None:
+        return self.supervisor.command if self.supervisor is not None else None
+
     def server_info(self) -> ServerInfo:
         sup = self.supervisor
-        command = getattr(sup, "command", None)
-        model = getattr(command, "model", None)
+        command = self.current_command()
+        model = command.model if command is not None else None
         # A supervised server is being launched from the first frame on ("unknown" reads as
         # if something were wrong); its real state follows within half a second.
         state = "starting" if sup is not None else "unknown"
@@ -187,13 +214,12 @@ class LiveSources(DataSources):
         if self._command_tail is not None:
             await self._command_tail.start()
         sup = self.supervisor
-        if sup is not None and hasattr(sup, "start"):
-            process = getattr(sup, "process", None)
-            alive = process is not None and process.alive()
+        if sup is not None:
+            alive = sup.process is not None and sup.process.alive()
             # A re-adopted server is running already; its start() only begins watching.
-            if not alive or getattr(sup, "adopted", False):
+            if not alive or sup.adopted:
                 try:
-                    await self.supervisor.start()
+                    await sup.start()
                 except Exception as exc:  # preflight/launch errors: shown as the failure
                     self._start_error = f"{type(exc).__name__}: {exc}"
                     raise
@@ -201,21 +227,17 @@ class LiveSources(DataSources):
     async def read_server_state(self) -> tuple[str, str | None] | None:
         if self.supervisor is None:
             return None
-        state = getattr(self.supervisor, "state", None)
-        value = getattr(state, "value", state)
-        detail = getattr(self.supervisor, "failure_reason", None)
-        state_text = str(value).lower() if value is not None else "unknown"
+        state_text = str(self.supervisor.state).lower()
+        detail = self.supervisor.failure_reason
         if state_text == "stopped" and self._start_error:
             return "failed", self._start_error
         return state_text, detail
 
     # -- metrics ------------------------------------------------------------------------
-    async def scrape_metrics(self) -> Any:
+    async def scrape_metrics(self) -> ServerMetrics | None:
         if not self.url:
             return None
         if self._metrics_probe is None:
-            from headroom.probes.metrics import MetricsProbe
-
             self._metrics_probe = MetricsProbe(self.url, window_s=self.window_s)
         snapshot = await self._metrics_probe.scrape()
         if snapshot.state == "up":
@@ -226,67 +248,50 @@ class LiveSources(DataSources):
         """What the server says about itself: once it answers, then again only every 60 s
         while it does not (an API key on /v1, a proxy)."""
         now = time.monotonic()
-        if self.reported is not None or (
-            self._reported_at is not None and now - self._reported_at < 60
+        if (
+            self.url is None
+            or self.reported is not None
+            or (self._reported_at is not None and now - self._reported_at < 60)
         ):
             return
-        from headroom.probes.server_info import read_server_info
-
         self._reported_at = now
         info = await read_server_info(self.url, timeout_s=2.0)
         if info.model_ids or info.version:
             self.reported = info
 
     # -- GPUs ---------------------------------------------------------------------------
-    async def sample_gpus(self) -> Any:
+    async def sample_gpus(self) -> GpuSnapshot | None:
         if not self.gpus_local:
             return None
         if self._nvml_probe is None:
-            from headroom.probes.nvml import NvmlProbe
-
-            try:
-                # Retry a failed init soon: a simulator writes its GPU state a moment after
-                # launch, and a driver being loaded should show up quickly too.
-                self._nvml_probe = NvmlProbe(retry_init_s=2.0)
-            except TypeError:
-                self._nvml_probe = NvmlProbe()
+            self._nvml_probe = NvmlProbe(retry_init_s=NVML_RETRY_INIT_S)
         return await self._nvml_probe.sample()
 
-    async def read_topology(self) -> tuple[Any, list[Any]] | None:
+    async def read_topology(self) -> TopologyReading | None:
         if not self.gpus_local:
             return None
-        from headroom.probes.topology import read_topology
-
-        nvml = getattr(self._nvml_probe, "nvml", None)
+        nvml = self._nvml_probe.nvml if self._nvml_probe is not None else None
         matrix = await read_topology(nvml)
-        try:
-            from headroom.probes.topology_verdict import tp_verdicts
-        except ImportError:
-            try:
-                from headroom.probes.topology import tp_verdicts
-            except ImportError:
-                return matrix, []
         tp = self._tp_size()
         verdicts = tp_verdicts(matrix, [tp] if tp else None)
         return matrix, list(verdicts)
 
     def _tp_size(self) -> int | None:
-        command = getattr(self.supervisor, "command", None)
+        command = self.current_command()
         if command is None:
             return None
         try:
-            value = command.get("tensor_parallel_size", 1)
-            return int(value) if value else 1
+            return command.get_int("tensor_parallel_size", 1) or 1
         except (TypeError, ValueError):
             return None
 
     # -- logs ---------------------------------------------------------------------------
     async def read_log_lines(self) -> list[str]:
         sup = self.supervisor
-        if sup is not None and hasattr(sup, "subscribe_log"):
+        if sup is not None:
             if not self._log_subscribed:
                 # Lines the supervisor already read, then every new batch as it reads them.
-                self._supervisor_lines.extend(getattr(sup, "log_lines", ()) or ())
+                self._supervisor_lines.extend(sup.log_lines)
                 sup.subscribe_log(self._supervisor_lines.extend)
                 self._log_subscribed = True
             lines, self._supervisor_lines[:] = list(self._supervisor_lines), []
@@ -299,10 +304,6 @@ class LiveSources(DataSources):
                 self._command_end_reported = True
                 raise RuntimeError(self._command_tail.ended)  # shown on the Logs screen
             return lines
-        if self._tail is None and sup is not None:
-            path = getattr(sup, "log_path", None)
-            if path:
-                self._tail = FileTail(path)
         if self._tail is None:
             return []
         lines = await asyncio.to_thread(self._tail.read_new)
@@ -312,35 +313,27 @@ class LiveSources(DataSources):
 
     def _feed_digest(self, lines: list[str]) -> None:
         if self._digest is None:
-            from headroom.probes.vllm_log import LogDigest
-
             self._digest = LogDigest()
         for line in lines:
             self._digest.feed(line)
 
     # -- doctor -------------------------------------------------------------------------
-    def diagnose(self, store: Store) -> Any:
-        from headroom.doctor import DoctorInputs, diagnose
-
-        digest = getattr(self.supervisor, "digest", None) or self._digest
+    def diagnose(self, store: Store) -> Diagnosis:
+        digest = self.supervisor.digest if self.supervisor is not None else self._digest
         inputs = DoctorInputs(
-            command=getattr(self.supervisor, "command", None),
+            command=self.current_command(),
             log=digest,
             metrics_history=tuple(store.metrics_history)[-60:],
             gpus=store.gpus if self.gpus_local else None,
             topology=store.topology,
-            vllm_version=getattr(self.reported, "version", None),
+            vllm_version=self.reported.version if self.reported is not None else None,
             extra={"server_info": self.reported} if self.reported is not None else {},
         )
         return diagnose(inputs)
 
     # -- journal ------------------------------------------------------------------------
-    async def read_runs(self) -> list[Any] | None:
-        journal = getattr(self.supervisor, "journal", None)
-        if journal is None:
-            from headroom.supervisor import Journal
-
-            journal = Journal()
+    async def read_runs(self) -> list[RunRecord] | None:
+        journal = self.supervisor.journal if self.supervisor is not None else Journal()
         return await asyncio.to_thread(journal.records)
 
     # -- restart ------------------------------------------------------------------------
@@ -349,32 +342,29 @@ class LiveSources(DataSources):
     ) -> tuple[bool, bool, str | None]:
         if self.supervisor is None:
             return await super().restart(changes, progress)
-        from headroom.tui.restart_driver import drive_restart
-
         return await drive_restart(self.supervisor, changes, progress, self._event_listeners)
 
     def server_running(self) -> tuple[bool, int | None]:
         """(is a server Headroom launched still running, its pid)."""
-        process = getattr(self.supervisor, "process", None)
-        alive = process is not None and process.alive()
-        return alive, getattr(self.supervisor, "pid", None)
+        sup = self.supervisor
+        if sup is None:
+            return False, None
+        return sup.process is not None and sup.process.alive(), sup.pid
 
     async def stop_server(self) -> None:
-        await self.supervisor.stop()
+        if self.supervisor is not None:
+            await self.supervisor.stop()
 
     async def detach_server(self) -> None:
-        await self.supervisor.detach()
+        if self.supervisor is not None:
+            await self.supervisor.detach()
 
     async def close(self) -> None:
         if self._command_tail is not None:
             await self._command_tail.stop()
-        if self._nvml_probe is not None and hasattr(self._nvml_probe, "close"):
+        if self._nvml_probe is not None:
             self._nvml_probe.close()
-        probe = self._metrics_probe
-        closer = getattr(probe, "aclose", None) or getattr(probe, "close", None)
-        if closer is not None:
-            result = closer()
-            if asyncio.iscoroutine(result):
-                await result
+        if self._metrics_probe is not None:
+            await self._metrics_probe.aclose()
         if self.supervisor is not None and self.stop_on_exit:
             await self.supervisor.stop()

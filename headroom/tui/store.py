@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
+from headroom.doctor.findings import Diagnosis
+from headroom.probes.metrics_types import ServerMetrics
+from headroom.probes.nvml_types import GpuSnapshot
 from headroom.probes.safe_text import safe_optional, safe_text
+from headroom.probes.server_info import ServerInfo as ReportedInfo
+from headroom.probes.topology_types import TopologyMatrix
+from headroom.probes.topology_verdict import TpVerdict
+from headroom.supervisor.journal import RunRecord
+from headroom.tui.log_classes import LogEntry, classify
+from headroom.vllm_cmd import VllmCommand
 
 HISTORY = 120  # samples kept for sparklines: two minutes at the default 1 s interval
 LOG_KEEP = 5000  # log lines kept in memory for the Logs screen
@@ -26,10 +34,10 @@ class ServerInfo:
     state: str = "unknown"  # supervisor state, or the metrics state when only attached
     detail: str | None = None
     model: str | None = None
-    command: Any = None  # headroom.vllm_cmd.VllmCommand when known
+    command: VllmCommand | None = None
     up_since: float | None = None  # clock() value when the server was first seen up
     supervised: bool = False
-    reported: Any = None  # headroom.probes.server_info.ServerInfo (/v1/models, /version)
+    reported: ReportedInfo | None = None  # what /v1/models and /version said
 
 
 @dataclass
@@ -38,27 +46,27 @@ class Store:
     read anything records why in `unavailable`."""
 
     server: ServerInfo = field(default_factory=ServerInfo)
-    metrics: Any = None
-    metrics_history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
-    kv_history: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
-    gpus: Any = None
-    gpu_util_history: dict[int, deque] = field(default_factory=dict)
-    gpu_mem_history: dict[int, deque] = field(default_factory=dict)
-    topology: Any = None
-    verdicts: list[Any] = field(default_factory=list)
-    log_entries: deque = field(default_factory=lambda: deque(maxlen=LOG_KEEP))  # LogEntry
+    metrics: ServerMetrics | None = None
+    metrics_history: deque[ServerMetrics] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    kv_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    gpus: GpuSnapshot | None = None
+    gpu_util_history: dict[int, deque[float]] = field(default_factory=dict)  # 0..1 per sample
+    gpu_mem_history: dict[int, deque[float]] = field(default_factory=dict)  # used / total
+    topology: TopologyMatrix | None = None
+    verdicts: list[TpVerdict] = field(default_factory=list)
+    log_entries: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=LOG_KEEP))
     log_pending: list[str] = field(default_factory=list)
     log_total: int = 0  # lines ever seen, so line numbers survive trimming
-    events: deque = field(default_factory=lambda: deque(maxlen=EVENTS_KEEP))
-    diagnosis: Any = None
-    runs: list[Any] = field(default_factory=list)
+    events: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=EVENTS_KEEP))
+    diagnosis: Diagnosis | None = None
+    runs: list[RunRecord] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
 
-    def record_metrics(self, snapshot: Any, now: float) -> None:
+    def record_metrics(self, snapshot: ServerMetrics, now: float) -> None:
         self.metrics = snapshot
         self.metrics_history.append(snapshot)
-        usage = getattr(getattr(snapshot, "total", None), "kv_cache_usage", None)
-        state = getattr(snapshot, "state", None)
+        usage = snapshot.total.kv_cache_usage
+        state = snapshot.state
         self.kv_history.append(usage if usage is not None else 0.0)
         if state == "up":
             self.unavailable.pop("metrics", None)
@@ -66,23 +74,22 @@ class Store:
                 self.server.up_since = now
         elif not self.server.supervised:
             self.server.up_since = None
-        if not self.server.supervised and state is not None:
+        if not self.server.supervised:
             self.server.state = state
-            self.server.detail = safe_optional(getattr(snapshot, "message", None))
-        model = getattr(getattr(snapshot, "total", None), "model_name", None)
-        if model is None:
-            models = getattr(snapshot, "models", ()) or ()
-            model = getattr(models[0], "model_name", None) if models else None
+            self.server.detail = safe_optional(snapshot.message)
+        model = snapshot.total.model_name
+        if model is None and snapshot.models:
+            model = snapshot.models[0].model_name
         if model and not self.server.model:
             self.server.model = safe_text(model)
 
-    def record_gpus(self, snapshot: Any) -> None:
+    def record_gpus(self, snapshot: GpuSnapshot) -> None:
         self.gpus = snapshot
-        if not getattr(snapshot, "available", False):
-            self.unavailable["gpus"] = getattr(snapshot, "reason", None) or "GPUs unreadable"
+        if not snapshot.available:
+            self.unavailable["gpus"] = snapshot.reason or "GPUs unreadable"
             return
         self.unavailable.pop("gpus", None)
-        for gpu in getattr(snapshot, "gpus", ()):
+        for gpu in snapshot.gpus:
             util = self.gpu_util_history.setdefault(gpu.index, deque(maxlen=HISTORY))
             mem = self.gpu_mem_history.setdefault(gpu.index, deque(maxlen=HISTORY))
             util.append((gpu.util_gpu or 0.0) / 100.0)
@@ -96,8 +103,6 @@ class Store:
 
     def add_notice(self, kind: str, message: str) -> None:
         """A supervisor event, kept among the log events (severity by kind)."""
-        from headroom.tui.log_classes import LogEntry
-
         severity = "warning" if kind in {"rollback", "crash_backoff", "preflight"} else "info"
         self.events.append(
             LogEntry(
@@ -105,14 +110,12 @@ class Store:
             )
         )
 
-    def take_log_lines(self) -> list:
+    def take_log_lines(self) -> list[LogEntry]:
         """Classify pending lines (once, here), keep them, and return the new `LogEntry`s for
         incremental draws. Lines that mean something (a known event, a warning, an error)
         also become dashboard events."""
-        from headroom.tui.log_classes import classify
-
         lines, self.log_pending = self.log_pending, []
-        entries = []
+        entries: list[LogEntry] = []
         for line in lines:
             self.log_total += 1
             entry = classify(line, self.log_total)

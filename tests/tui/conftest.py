@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from recorded_sources import RecordedSources
 
 from headroom.tui.app import HeadroomApp
-from headroom.tui.recorded import RecordedSources
 
 
 @pytest.fixture

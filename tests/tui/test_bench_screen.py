@@ -172,15 +172,10 @@ async def test_m_cycles_the_request_mix() -> None:
 
 
 async def test_url_known_only_later_is_picked_up_on_start() -> None:
-    class Server:
-        url = "http://127.0.0.1:9"
-
-    class Store:
-        server = Server()
-
-    panel = BenchPanel(url=None)
+    known = {"url": None}
+    panel = BenchPanel(url=None, late_url=lambda: known["url"])
     app = Host(panel)
-    app.store = Store()
+    known["url"] = "http://127.0.0.1:9"  # the server's URL became known after mount
     async with app.run_test() as pilot:
         panel.focus()
         await pilot.press("s")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from recorded_sources import RecordedSources
 from tui_helpers import screen_text, settle
-
-from headroom.tui.recorded import RecordedSources
 
 LOADED = (
     "(Worker_TP{n} pid=1{n}) INFO 11-29 13:40:01 [default_loader.py:291] "

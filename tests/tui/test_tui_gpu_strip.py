@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from headroom.tui.recorded import recorded_gpus
+from recorded_sources import recorded_gpus
+
 from headroom.tui.widgets.gpu_strip import gpu_cell
 
 
@@ -34,9 +35,8 @@ def test_missing_readings_are_na():
 async def test_dashboard_shows_one_row_per_engine_when_data_parallel(recorded_app):
     import dataclasses
 
+    import recorded_sources as recorded
     from tui_helpers import screen_text, settle
-
-    from headroom.tui import recorded
 
     base = recorded.recorded_metrics()
     engines = tuple(

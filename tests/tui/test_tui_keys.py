@@ -97,12 +97,23 @@ class FakeProcess:
 
 
 class FakeSupervisor:
+    """The members of headroom.tui.supervised.SupervisedServer these tests reach."""
+
     def __init__(self):
+        from headroom.probes.vllm_log import LogDigest
+
         self.process, self.pid, self.calls = FakeProcess(), 4242, []
         self.command = None
         self.url = "http://127.0.0.1:9"
         self.state = "ready"
         self.adopted = False
+        self.on_event = None
+        self.failure_reason = None
+        self.digest = LogDigest()
+        self.log_lines = ()
+
+    def subscribe_log(self, callback):
+        pass
 
     async def stop(self):
         self.calls.append("stop")

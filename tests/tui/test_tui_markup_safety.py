@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from recorded_sources import RecordedSources
 from textual.markup import to_content
 from tui_helpers import screen_text, settle
 
 from headroom.tui.format import escape_markup
-from headroom.tui.recorded import RecordedSources
 
 # vLLM 0.x with TP 8 on a 52-head model: pydantic's message, as the dashboard cut it.
 PYDANTIC = (

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from recorded_sources import RecordedSources
 from tui_helpers import screen_text, settle
-
-from headroom.tui.recorded import RecordedSources
 
 PROBES = {
     "metrics": "scrape_metrics",

@@ -71,8 +71,9 @@ async def test_confirm_restarts_and_shows_progress(recorded_app):
 
 
 async def test_failed_start_doctor_names_the_fix_from_the_real_log():
+    from recorded_sources import RecordedSources
+
     from headroom.tui.app import HeadroomApp
-    from headroom.tui.recorded import RecordedSources
 
     app = HeadroomApp(RecordedSources(story="failed"))
     async with app.run_test(size=(80, 24)) as pilot:

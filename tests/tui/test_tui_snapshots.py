@@ -8,9 +8,9 @@ Update after an intended change: .venv/bin/pytest tests/tui/test_tui_snapshots.p
 from __future__ import annotations
 
 import pytest
+from recorded_sources import RecordedSources
 
 from headroom.tui.app import HeadroomApp
-from headroom.tui.recorded import RecordedSources
 
 SIZES = [(80, 24), (160, 48)]
 SCREENS = {"dashboard": "1", "gpus": "2", "topology": "3", "doctor": "4", "logs": "5", "runs": "6"}

@@ -3,12 +3,13 @@ and `show(store, what)`, called by the app when data arrives while the screen is
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from headroom.tui.app_services import AppServices
 from headroom.tui.screens import SCREEN_TITLES
 from headroom.tui.store import Store
 from headroom.tui.widgets.status_bar import StatusBar
@@ -31,11 +32,16 @@ class HeadroomScreen(Screen):
         yield from ()
 
     @property
+    def headroom(self) -> AppServices:
+        """The app, typed: a Headroom screen is only ever shown by `HeadroomApp`."""
+        return cast(AppServices, self.app)
+
+    @property
     def store(self) -> Store:
-        return self.app.store  # type: ignore[attr-defined]
+        return self.headroom.store
 
     def clock(self) -> float:
-        return self.app.sources.clock()  # type: ignore[attr-defined]
+        return self.headroom.sources.clock()
 
     def on_mount(self) -> None:
         self.show(self.store, "all")
@@ -63,9 +69,3 @@ class HeadroomScreen(Screen):
 
     def unavailable(self, store: Store, probe: str) -> str | None:
         return store.unavailable.get(probe)
-
-
-def server_has_gpus_remote(app: Any) -> str | None:
-    """Why GPU panels are empty because the server is on another machine, or None."""
-    sources = app.sources
-    return None if sources.gpus_local else sources.gpus_remote_reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
+from headroom.probes.metrics_types import EngineMetrics
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
 from headroom.tui.widgets.events_panel import EventsPanel
@@ -45,7 +46,7 @@ class DashboardScreen(HeadroomScreen):
         if what in {"all", "gpus"}:
             self.query_one(GpuStrip).show(store.gpus, store.unavailable.get("gpus"))
         if what in {"all", "logs"}:
-            self.query_one(EventsPanel).show(store.events, self.app.sources.has_logs)
+            self.query_one(EventsPanel).show(store.events, self.headroom.sources.has_logs)
         if what in {"all", "doctor"}:
             self.query_one(FindingLine).show(store.diagnosis, store.unavailable.get("doctor"))
 
@@ -54,10 +55,10 @@ class DashboardScreen(HeadroomScreen):
         self.show(self.store, "all")
 
 
-def _engine(store: Store):
+def _engine(store: Store) -> EngineMetrics | None:
     """The totals to show, or None when the last scrape had nothing usable."""
     metrics = store.metrics
-    if metrics is None or getattr(metrics, "state", None) != "up":
+    if metrics is None or metrics.state != "up":
         return None
     return metrics.total
 

@@ -3,19 +3,19 @@ Choosing an action (enter) opens the restart dialog with the flag diff."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
+from headroom.doctor.findings import Action, Finding, StepStatus
 from headroom.tui import format as fmt
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
 from headroom.tui.widgets.finding_line import SEVERITY, action_text
+from headroom.tui.widgets.keyed_table import Cell
 from headroom.tui.widgets.themed import themed
 
 STATUS_WORD = {
@@ -33,7 +33,7 @@ class DoctorScreen(HeadroomScreen):
     MODE = "doctor"
 
     def compose_body(self) -> ComposeResult:
-        table = DataTable(id="doctor-steps", cursor_type="none", show_cursor=False)
+        table: DataTable[Cell] = DataTable(id="doctor-steps", cursor_type="none", show_cursor=False)
         # Status before the (long) step name, so it is visible at 80 columns.
         table.add_columns("#", "status", "step", "why")
         yield table
@@ -44,8 +44,7 @@ class DoctorScreen(HeadroomScreen):
     def on_mount(self) -> None:
         self.query_one("#doctor-findings").border_title = "Findings  (enter on an action: restart)"
         self.query_one("#doctor-evidence").border_title = "Evidence"
-        self._findings: list[Any] = []
-        self._option_targets: list[tuple[Any, Any | None]] = []  # (finding, action)
+        self._option_targets: list[tuple[Finding, Action | None]] = []  # (finding, action)
         self._signature: object = None
         super().on_mount()
         self.query_one("#doctor-findings").focus()
@@ -62,7 +61,7 @@ class DoctorScreen(HeadroomScreen):
         self._fill_steps(list(diagnosis.steps))
         self._fill_findings(list(diagnosis.findings), None)
 
-    def _fill_steps(self, steps: list[Any]) -> None:
+    def _fill_steps(self, steps: list[StepStatus]) -> None:
         table = self.query_one("#doctor-steps", DataTable)
         with self.app.batch_update():
             for step in steps:
@@ -75,9 +74,9 @@ class DoctorScreen(HeadroomScreen):
                 else:
                     table.add_row(*cells, key=key)
 
-    def _fill_findings(self, findings: list[Any], reason: str | None) -> None:
+    def _fill_findings(self, findings: list[Finding], reason: str | None) -> None:
         options = self.query_one("#doctor-findings", OptionList)
-        targets: list[tuple[Any, Any | None]] = []
+        targets: list[tuple[Finding, Action | None]] = []
         prompts: list[Option] = []
         for finding in findings:
             colour, mark = SEVERITY.get(finding.severity, SEVERITY["info"])
@@ -105,7 +104,7 @@ class DoctorScreen(HeadroomScreen):
             options.highlighted = min(highlighted, len(prompts) - 1)
         self._show_evidence()
 
-    def _target(self) -> tuple[Any, Any | None] | None:
+    def _target(self) -> tuple[Finding, Action | None] | None:
         index = self.query_one("#doctor-findings", OptionList).highlighted
         if index is None or index >= len(self._option_targets):
             return None
@@ -148,4 +147,4 @@ class DoctorScreen(HeadroomScreen):
         if action is None:
             self.notify("pick one of the actions under the finding", severity="information")
             return
-        self.app.propose_action(action)  # type: ignore[attr-defined]
+        self.headroom.propose_action(action)

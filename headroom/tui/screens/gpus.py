@@ -4,21 +4,22 @@ so the cursor and scroll position survive each refresh."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from headroom.probes.nvml_types import GpuReading, GpuSnapshot
 from headroom.tui import format as fmt
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
-from headroom.tui.widgets.keyed_table import sync_rows
+from headroom.tui.widgets.keyed_table import Cell, sync_rows
 from headroom.tui.widgets.themed import themed
 
 
-def _pair(value: Any, limit: Any, unit: str = "") -> str:
+def _pair(value: object | None, limit: object | None, unit: str = "") -> str:
     if value is None and limit is None:
         return fmt.NA
     left = fmt.NA if value is None else f"{value}"
@@ -26,13 +27,13 @@ def _pair(value: Any, limit: Any, unit: str = "") -> str:
     return f"{left}/{right}{unit}"
 
 
-def _mem(gpu: Any) -> str:
+def _mem(gpu: GpuReading) -> str:
     if gpu.memory_used is None or gpu.memory_total is None:
         return fmt.NA
     return f"{gpu.memory_used / 2**30:.1f}/{gpu.memory_total / 2**30:.1f} GiB"
 
 
-def _nvlinks(gpu: Any) -> str:
+def _nvlinks(gpu: GpuReading) -> str:
     links = gpu.nvlinks or ()
     if not links:
         return "none"
@@ -123,7 +124,7 @@ class GpusScreen(HeadroomScreen):
         banner = self.query_one("#gpus-unavailable", Static)
         body = self.query_one("#gpus-body")
         if reason or snapshot is None or not snapshot.available:
-            reason = reason or getattr(snapshot, "reason", None) or "not read yet"
+            reason = reason or (snapshot.reason if snapshot else None) or "not read yet"
             banner.update(f"unavailable: {escape(reason)}")
             banner.display, body.display = True, False
             return
@@ -133,7 +134,7 @@ class GpusScreen(HeadroomScreen):
         self._fill_processes(gpus)
         self._fill_history(store, gpus)
 
-    def _fill_fields(self, gpus: list[Any], snapshot: Any) -> None:
+    def _fill_fields(self, gpus: list[GpuReading], snapshot: GpuSnapshot) -> None:
         table = self.query_one("#gpu-fields", DataTable)
         indices = tuple(gpu.index for gpu in gpus)
         if indices != self._gpu_columns:  # GPU set changed: rebuild the columns once
@@ -154,9 +155,9 @@ class GpusScreen(HeadroomScreen):
         table.border_title = driver
         sync_rows(self.app, table, rows)
 
-    def _fill_processes(self, gpus: list[Any]) -> None:
+    def _fill_processes(self, gpus: list[GpuReading]) -> None:
         table = self.query_one("#gpu-processes", DataTable)
-        rows = {}
+        rows: dict[str, list[Cell]] = {}
         for gpu in gpus:
             for proc in gpu.processes:
                 if proc.is_vllm:
@@ -173,7 +174,7 @@ class GpusScreen(HeadroomScreen):
                 ]
         sync_rows(self.app, table, rows)
 
-    def _fill_history(self, store: Store, gpus: list[Any]) -> None:
+    def _fill_history(self, store: Store, gpus: list[GpuReading]) -> None:
         width = max(10, ((self.size.width or 80) - 20) // 2)
         lines = []
         for gpu in gpus:
@@ -183,7 +184,7 @@ class GpusScreen(HeadroomScreen):
         self.query_one("#gpu-history", Static).update("\n".join(lines) or "no GPUs")
 
 
-def _safe(read, gpu: Any) -> str:
+def _safe(read: Callable[[GpuReading], str], gpu: GpuReading) -> str:
     try:
         return read(gpu)
     except Exception:  # one odd field must not hide the rest of the table

@@ -4,17 +4,17 @@ launch: what changed from its parent, how it ended, and what it measured."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
+from headroom.supervisor.journal import RunRecord
 from headroom.tui import format as fmt
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
-from headroom.tui.widgets.keyed_table import sync_rows
+from headroom.tui.widgets.keyed_table import Cell, sync_rows
 from headroom.tui.widgets.themed import themed
 
 OUTCOME_VARIABLE = {
@@ -41,15 +41,15 @@ COLUMNS = (
 )
 
 
-def _changes(record: Any) -> str:
-    changes = getattr(record, "changes", None) or {}
+def _changes(record: RunRecord) -> str:
+    changes = record.changes or {}
     if not changes:
-        return "—" if getattr(record, "parent_run_id", None) is None else "(same)"
+        return "—" if record.parent_run_id is None else "(same)"
     return ", ".join(f"{name}={value}" for name, value in changes.items())
 
 
-def run_cells(app: Any, record: Any) -> list[Any]:
-    summary = getattr(record, "summary", None) or {}
+def run_cells(app: App, record: RunRecord) -> list[Cell]:
+    summary = record.summary or {}
     # UTC, as in vLLM's own log lines on most servers, and stable across viewers' zones.
     started = time.strftime("%m-%d %H:%MZ", time.gmtime(record.time)) if record.time else fmt.NA
     outcome = themed(app, record.outcome, OUTCOME_VARIABLE.get(record.outcome, "foreground"))
@@ -76,7 +76,7 @@ class RunsScreen(HeadroomScreen):
     BINDINGS = [Binding("r", "reload", "Reload")]
 
     def compose_body(self) -> ComposeResult:
-        table = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[Cell] = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
         for column in COLUMNS:
             table.add_column(column, key=column)
         yield table
@@ -87,7 +87,7 @@ class RunsScreen(HeadroomScreen):
             return
         empty = self.query_one("#runs-empty", Static)
         reason = store.unavailable.get("runs")
-        records = sorted(store.runs, key=lambda r: getattr(r, "time", 0) or 0, reverse=True)
+        records = sorted(store.runs, key=lambda r: r.time or 0, reverse=True)
         if reason or not records:
             empty.update(
                 escape(f"unavailable: {reason}") if reason else "no runs in the journal yet"
@@ -104,4 +104,4 @@ class RunsScreen(HeadroomScreen):
         sync_rows(self.app, self.query_one("#runs-table", DataTable), rows)
 
     def action_reload(self) -> None:
-        self.app.reload_runs()  # type: ignore[attr-defined]
+        self.headroom.reload_runs()

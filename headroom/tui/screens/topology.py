@@ -4,15 +4,18 @@ server uses highlighted, and the tensor-parallel verdict with its reasons."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from headroom.probes.topology_types import TopologyMatrix
+from headroom.probes.topology_verdict import TpVerdict
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
+from headroom.tui.widgets.keyed_table import Cell
 from headroom.tui.widgets.themed import themed
 
 LEVEL_STYLE = {
@@ -43,7 +46,7 @@ def link_variable(code: str) -> str:
 
 def server_gpu_indices(store: Store) -> set[int]:
     """GPUs with a vLLM worker on them, from the NVML process list."""
-    gpus = getattr(store.gpus, "gpus", ()) or ()
+    gpus = store.gpus.gpus if store.gpus is not None else ()
     return {gpu.index for gpu in gpus if any(p.is_vllm for p in gpu.processes)}
 
 
@@ -88,7 +91,7 @@ class TopologyScreen(HeadroomScreen):
             self._drawn = signature
         self._draw_verdicts(matrix, store.verdicts)
 
-    def _draw_matrix(self, matrix: Any, used: set[int]) -> None:
+    def _draw_matrix(self, matrix: TopologyMatrix, used: set[int]) -> None:
         table = self.query_one("#topo-matrix", DataTable)
         table.clear(columns=True)
         devices = list(matrix.gpus) + list(matrix.nics)
@@ -106,7 +109,7 @@ class TopologyScreen(HeadroomScreen):
                 "accent" if marked else "foreground",
                 bold=marked,
             )
-            cells = [label]
+            cells: list[Cell] = [label]
             codes = list(matrix.links[row]) + list(_row(matrix.gpu_nic_links, row))
             for code in codes:
                 cells.append(themed(self.app, code, link_variable(code), bold=marked))
@@ -114,7 +117,7 @@ class TopologyScreen(HeadroomScreen):
             cells.append(_at(matrix.numa_affinity, row) or "N/A")
             table.add_row(*cells, key=gpu)
 
-    def _draw_verdicts(self, matrix: Any, verdicts: list[Any]) -> None:
+    def _draw_verdicts(self, matrix: TopologyMatrix, verdicts: list[TpVerdict]) -> None:
         lines = []
         if matrix.confidence == "low":
             lines.append(
@@ -145,9 +148,9 @@ def _gpu_index(name: str) -> int | None:
     return int(match.group()) if match else None
 
 
-def _row(rows: Any, index: int) -> tuple:
+def _row(rows: Sequence[Sequence[str]], index: int) -> tuple[str, ...]:
     return tuple(rows[index]) if rows and index < len(rows) else ()
 
 
-def _at(values: Any, index: int) -> str | None:
+def _at(values: Sequence[str | None], index: int) -> str | None:
     return values[index] if values and index < len(values) else None

@@ -136,9 +136,17 @@ class BenchPanel(VerticalScroll):
             self.error = error
 
     def __init__(
-        self, url: str | None = None, *, config: BenchConfig | None = None, sampler=None, **kwargs
+        self,
+        url: str | None = None,
+        *,
+        config: BenchConfig | None = None,
+        sampler=None,
+        late_url: Callable[[], str | None] | None = None,
+        **kwargs,
     ) -> None:
+        """`late_url`: asked on `s` when no URL was known at mount (a server starting)."""
         super().__init__(**kwargs)
+        self._url_source = late_url
         self.url = url or (config.url if config else None)
         self.config = config if config is not None else (default_config(url) if url else None)
         self._sampler = sampler
@@ -184,9 +192,8 @@ class BenchPanel(VerticalScroll):
     # -- actions --------------------------------------------------------------------------
     def _late_url(self) -> str | None:
         """The watched server's URL when it was not known at mount (a server starting)."""
-        server = getattr(getattr(self.app, "store", None), "server", None)
-        url = getattr(server, "url", None)
-        return url if isinstance(url, str) and url else None
+        url = self._url_source() if self._url_source is not None else None
+        return url or None
 
     def action_next_mix(self) -> None:
         """Cycle the built-in request mixes (chat -> long-document -> code)."""
@@ -332,8 +339,8 @@ class BenchPanel(VerticalScroll):
     def _fill_table(self, steps: Sequence[StepResult], knee_concurrency: int | None) -> None:
         table = self.query_one(DataTable)
         keep = {str(s.concurrency) for s in steps}
-        for key in [k.value for k in table.rows if k.value not in keep]:
-            table.remove_row(key)
+        for stale in [k for k in table.rows if k.value not in keep]:
+            table.remove_row(stale)
         for step in steps:
             key = str(step.concurrency)
             cells = [fmt(getattr(step, attr), kind) for _, attr, kind in TABLE_COLUMNS]

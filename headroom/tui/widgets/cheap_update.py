@@ -6,7 +6,12 @@ scrape to the next, and a layout pass costs far more than a repaint.
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 from textual.widgets import Static
+
+# The markup each widget shows now (weak: a removed widget takes its entry with it).
+_SHOWN: WeakKeyDictionary[Static, str] = WeakKeyDictionary()
 
 
 def _rows(markup: str, width: int) -> int:
@@ -16,11 +21,11 @@ def _rows(markup: str, width: int) -> int:
 
 def set_markup(widget: Static, markup: str) -> bool:
     """Show `markup` in `widget`; returns False when nothing changed."""
-    previous = getattr(widget, "_headroom_markup", None)
+    previous = _SHOWN.get(widget)
     if previous == markup:
         return False
     width = widget.content_region.width or widget.size.width or 80
     layout = previous is None or _rows(previous, width) != _rows(markup, width)
-    widget._headroom_markup = markup  # type: ignore[attr-defined]
+    _SHOWN[widget] = markup
     widget.update(markup, layout=layout)
     return True

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.widgets import Static
 
+from headroom.doctor.findings import Action, Diagnosis
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.widgets.cheap_update import set_markup
 
 SEVERITY = {"error": ("$error", "✖"), "warning": ("$warning", "▲"), "info": ("$primary", "●")}
 
 
-def action_text(action: Any) -> str:
+def action_text(action: Action) -> str:
     """ "raise gpu_memory_utilization to 0.95"; a byte count also in MiB/GiB, and an action
     without a value (advice the doctor cannot turn into a flag) says so."""
     value = action.value
@@ -31,7 +30,7 @@ class FindingLine(Static):
     FindingLine { height: auto; max-height: 2; }
     """
 
-    def show(self, diagnosis: Any, unavailable: str | None) -> None:
+    def show(self, diagnosis: Diagnosis | None, unavailable: str | None) -> None:
         if diagnosis is None:
             reason = f"unavailable: {unavailable}" if unavailable else "no diagnosis yet"
             set_markup(self, f"[b]Doctor[/b] [$text-muted]{escape(reason)}[/]")

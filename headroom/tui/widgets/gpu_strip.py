@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.widgets import Static
 
+from headroom.probes.nvml_types import GpuReading, GpuSnapshot
 from headroom.tui import format as fmt
 from headroom.tui.widgets.cheap_update import set_markup
 
 CELL_WIDTH = 38  # "▶0 ██████ 100%  79.1/80G 700 W" plus a gap
 
 
-def _mem_fraction(gpu: Any) -> float | None:
-    if gpu.memory_total and gpu.memory_used is not None:
-        return gpu.memory_used / gpu.memory_total
-    return None
-
-
-def _marker(gpu: Any) -> str:
+def _marker(gpu: GpuReading) -> str:
     """▶ = a vLLM worker runs here; ! = another process holds memory on this GPU."""
     processes = gpu.processes or ()
     if any(not p.is_vllm and (p.used_memory_bytes or 0) > 0 for p in processes):
@@ -28,15 +21,13 @@ def _marker(gpu: Any) -> str:
     return " "
 
 
-def gpu_cell(gpu: Any) -> str:
+def gpu_cell(gpu: GpuReading) -> str:
     if gpu.lost:
         return f" [b]{gpu.index}[/b] [$error]lost (fell off the bus)[/]"
     util = None if gpu.util_gpu is None else gpu.util_gpu / 100
-    mem = _mem_fraction(gpu)
+    used, total = gpu.memory_used, gpu.memory_total
     mem_text = (
-        f"{gpu.memory_used / 2**30:.1f}/{gpu.memory_total / 2**30:.0f}G"
-        if mem is not None
-        else "mem N/A"
+        f"{used / 2**30:.1f}/{total / 2**30:.0f}G" if total and used is not None else "mem N/A"
     )
     util_var = "$gauge-ok" if util is None or util < 0.95 else "$gauge-warn"
     return (
@@ -56,9 +47,9 @@ class GpuStrip(Static):
     def on_mount(self) -> None:
         self.border_title = "GPUs  util · memory · power   ▶ vLLM  ! foreign memory"
 
-    def show(self, snapshot: Any, unavailable: str | None) -> None:
-        if unavailable or snapshot is None or not getattr(snapshot, "available", False):
-            reason = unavailable or getattr(snapshot, "reason", None) or "not read yet"
+    def show(self, snapshot: GpuSnapshot | None, unavailable: str | None) -> None:
+        if unavailable or snapshot is None or not snapshot.available:
+            reason = unavailable or (snapshot.reason if snapshot else None) or "not read yet"
             set_markup(self, f"[$text-muted]unavailable: {reason}[/]")
             return
         gpus = list(snapshot.gpus)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from headroom.probes.metrics_types import EngineMetrics, ServerMetrics
 from headroom.tui import format as fmt
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.widgets.cheap_update import set_markup
@@ -50,19 +49,21 @@ class KvPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = "KV cache"
 
-    def show_engines(self, metrics: Any) -> None:
+    def show_engines(self, metrics: ServerMetrics | None) -> None:
         """One line per data-parallel engine (or served model) when there is more than one:
         an imbalance between engines is invisible in the totals."""
         widget = self.query_one("#kv-engines", Static)
-        rows = []
-        for label, group in (("engine", "engines"), ("model", "models")):
-            items = tuple(getattr(metrics, group, ()) or ()) if metrics is not None else ()
+        rows: list[str] = []
+        groups = (("engine", metrics.engines), ("model", metrics.models)) if metrics else ()
+        for label, items in groups:
             if len(items) > 1:
                 rows += [_engine_row(label, item) for item in items]
         widget.set_class(bool(rows), "-shown")
         set_markup(widget, "\n".join(rows))
 
-    def show(self, engine: Any, history: list[float], unavailable: str | None) -> None:
+    def show(
+        self, engine: EngineMetrics | None, history: list[float], unavailable: str | None
+    ) -> None:
         gauge = self.query_one("#kv-gauge", Static)
         detail = self.query_one("#kv-detail", Static)
         sparkline = self.query_one("#kv-history", Static)
@@ -84,7 +85,7 @@ class KvPanel(Vertical):
         )
 
 
-def _detail_text(engine: Any) -> str:
+def _detail_text(engine: EngineMetrics) -> str:
     capacity = engine.kv_capacity_tokens
     free = engine.kv_free_tokens
     headroom = engine.headroom_requests
@@ -106,7 +107,7 @@ def _detail_text(engine: Any) -> str:
     return "  ".join(parts)
 
 
-def _engine_row(label: str, item: Any) -> str:
+def _engine_row(label: str, item: EngineMetrics) -> str:
     name = item.engine if label == "engine" else item.model_name
     usage = item.kv_cache_usage
     return (

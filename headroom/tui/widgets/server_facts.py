@@ -4,13 +4,14 @@ what the server reveals: /metrics (cache_config_info) and /v1/models (max_model_
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.widgets import Static
 
+from headroom.probes.metrics_types import EngineMetrics
+from headroom.probes.server_info import ServerInfo as ReportedInfo
 from headroom.tui import format as fmt
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.widgets.cheap_update import set_markup
+from headroom.vllm_cmd import VllmCommand
 
 FLAGS = (
     ("tensor_parallel_size", "TP"),
@@ -22,7 +23,11 @@ FLAGS = (
 DEFAULTS = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1}
 
 
-def flag_values(command: Any, engine: Any, reported: Any = None) -> dict[str, object | None]:
+def flag_values(
+    command: VllmCommand | None,
+    engine: EngineMetrics | None,
+    reported: ReportedInfo | None = None,
+) -> dict[str, object | None]:
     values: dict[str, object | None] = {}
     for name, _ in FLAGS:
         value = None
@@ -35,7 +40,7 @@ def flag_values(command: Any, engine: Any, reported: Any = None) -> dict[str, ob
                 value = DEFAULTS.get(name)
         values[name] = value
     # Attached without a command line: /v1/models says what max_model_len vLLM settled on.
-    if command is None and getattr(reported, "max_model_len", None):
+    if command is None and reported is not None and reported.max_model_len:
         values["max_model_len"] = reported.max_model_len
     if engine is not None:
         if values["gpu_memory_utilization"] is None:
@@ -53,7 +58,12 @@ class ServerFacts(Static):
     ServerFacts { height: 1; padding: 0 1; }
     """
 
-    def show(self, command: Any, engine: Any, reported: Any = None) -> None:
+    def show(
+        self,
+        command: VllmCommand | None,
+        engine: EngineMetrics | None,
+        reported: ReportedInfo | None = None,
+    ) -> None:
         values = flag_values(command, engine, reported)
         parts = []
         for name, label in FLAGS:

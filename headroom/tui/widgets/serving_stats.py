@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.widgets import Static
 
+from headroom.probes.metrics_types import EngineMetrics
 from headroom.tui import format as fmt
 from headroom.tui.widgets.cheap_update import set_markup
 
@@ -21,7 +20,7 @@ class ServingStats(Static):
     def on_mount(self) -> None:
         self.border_title = "Serving"
 
-    def show(self, engine: Any, unavailable: str | None) -> None:
+    def show(self, engine: EngineMetrics | None, unavailable: str | None) -> None:
         if engine is None:
             set_markup(self, f"[$text-muted]unavailable: {unavailable or 'no scrape yet'}[/]")
             return

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from headroom.tui.format import short_message
-from headroom.tui.recorded_data import (
+from recorded_data import (
     CLOCK,
     KV_HISTORY,
     MODEL,
@@ -33,6 +32,8 @@ from headroom.tui.recorded_data import (
     recorded_runs,
     recorded_topology,
 )
+
+from headroom.tui.format import short_message
 from headroom.tui.sources import DataSources, ProgressCallback
 from headroom.tui.store import HISTORY, ServerInfo, Store
 

@@ -1,10 +1,9 @@
-"""Recorded probe data for deterministic snapshots (see `headroom.tui.recorded`).
+"""Recorded probe data for deterministic snapshots (see `recorded_sources`).
 
 `RecordedSources` answers every probe once with data built here from the probes' own
 dataclasses (a fictional but plausible 2-GPU tensor-parallel server under KV pressure), or
 from real fixtures where a parser exists (the vLLM log and `nvidia-smi topo -m` captures in
-tests/fixtures/). A probe module that is not importable yields `None`, and that panel says
-"unavailable", which is exactly what users of a partial install would see.
+tests/fixtures/). Test-only: the installed package never reads tests/.
 
 `build(cls, **given)` fills every field not given with its default, `()` for tuples or
 `None`: probe owners may add fields without breaking the recordings.
@@ -13,15 +12,22 @@ tests/fixtures/). A probe module that is not importable yields `None`, and that 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from pathlib import Path
 from typing import Any
+
+from headroom.doctor import Diagnosis, DoctorInputs, diagnose
+from headroom.probes.metrics import EngineMetrics, Latency, ServerMetrics
+from headroom.probes.nvml import GpuProcess, GpuReading, GpuSnapshot
+from headroom.probes.topology import TopologyMatrix, TpVerdict, parse_topo_text, tp_verdicts
+from headroom.probes.vllm_log import digest_text
+from headroom.supervisor.journal import RunRecord
+from headroom.vllm_cmd import VllmCommand, parse_command
 
 CLOCK = 1000.0  # the fixed "now"; the server came up 754 s before it
 UP_SINCE = CLOCK - 754.0
 URL = "http://127.0.0.1:8000"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KV_HISTORY = [0.31, 0.42, 0.55, 0.66, 0.74, 0.81, 0.86, 0.89, 0.91, 0.93, 0.92, 0.94, 0.95, 0.96]
 GIB = 2**30
 CAPACITY = 412_160  # KV tokens of the recorded server
@@ -46,19 +52,7 @@ def build(cls: type, **given: Any) -> Any:
     return cls(**values)
 
 
-def _load(module: str, *names: str) -> tuple[Any, ...] | None:
-    try:
-        mod = importlib.import_module(module)
-        return tuple(getattr(mod, name) for name in names)
-    except (ImportError, AttributeError):
-        return None
-
-
-def recorded_command() -> Any:
-    found = _load("headroom.vllm_cmd", "parse_command")
-    if found is None:
-        return None
-    (parse_command,) = found
+def recorded_command() -> VllmCommand:
     return parse_command(
         [
             "vllm",
@@ -74,11 +68,8 @@ def recorded_command() -> Any:
     )
 
 
-def _metrics_at(usage: float, preemptions: float, waiting: float, taken_at: float) -> Any:
-    found = _load("headroom.probes.metrics", "ServerMetrics", "EngineMetrics", "Latency")
-    if found is None:
-        return None
-    server_metrics, engine_metrics, latency = found
+def _metrics_at(usage: float, preemptions: float, waiting: float, taken_at: float) -> ServerMetrics:
+    server_metrics, engine_metrics, latency = ServerMetrics, EngineMetrics, Latency
     total = build(
         engine_metrics,
         model_name=MODEL,
@@ -127,11 +118,11 @@ def _metrics_at(usage: float, preemptions: float, waiting: float, taken_at: floa
     )
 
 
-def recorded_metrics_history() -> tuple[Any, ...]:
+def recorded_metrics_history() -> tuple[ServerMetrics, ...]:
     """One scrape per KV_HISTORY value, 5 s apart: the cache filling up while preemptions
     and the queue grow, as the doctor's runtime rules expect to see them."""
     last = len(KV_HISTORY) - 1
-    snapshots = tuple(
+    return tuple(
         _metrics_at(
             usage,
             preemptions=max(0.0, 41.0 - 2.0 * (last - i)),
@@ -140,18 +131,22 @@ def recorded_metrics_history() -> tuple[Any, ...]:
         )
         for i, usage in enumerate(KV_HISTORY)
     )
-    return snapshots if all(s is not None for s in snapshots) else ()
 
 
-def recorded_metrics() -> Any:
+def recorded_metrics() -> ServerMetrics:
     """The latest scrape of the recorded server."""
-    history = recorded_metrics_history()
-    return history[-1] if history else None
+    return recorded_metrics_history()[-1]
 
 
 def _gpu(
-    reading, process, index: int, util: float, used_gib: float, power: float, processes
-) -> Any:
+    reading: type[GpuReading],
+    process: type[GpuProcess],
+    index: int,
+    util: float,
+    used_gib: float,
+    power: float,
+    processes: list[dict[str, Any]],
+) -> GpuReading:
     return build(
         reading,
         index=index,
@@ -189,11 +184,8 @@ def _gpu(
     )
 
 
-def recorded_gpus() -> Any:
-    found = _load("headroom.probes.nvml", "GpuSnapshot", "GpuReading", "GpuProcess")
-    if found is None:
-        return None
-    snapshot, reading, process = found
+def recorded_gpus() -> GpuSnapshot:
+    snapshot, reading, process = GpuSnapshot, GpuReading, GpuProcess
     worker = dict(name="python3", cmdline="vllm serve", is_vllm=True)
     gpus = (
         _gpu(
@@ -246,22 +238,14 @@ def recorded_gpus() -> Any:
     )
 
 
-def recorded_no_gpus(reason: str) -> Any:
-    found = _load("headroom.probes.nvml", "GpuSnapshot")
-    return build(found[0], taken_at=CLOCK, available=False, reason=reason) if found else None
+def recorded_no_gpus(reason: str) -> GpuSnapshot:
+    return build(GpuSnapshot, taken_at=CLOCK, available=False, reason=reason)
 
 
-def recorded_topology() -> tuple[Any, list[Any]] | None:
-    found = _load("headroom.probes.topology", "parse_topo_text")
-    if found is None:
-        return None
-    (parse_topo_text,) = found
+def recorded_topology() -> tuple[TopologyMatrix, list[TpVerdict]]:
     text = (FIXTURES / "topo" / "v100-pcie-4gpu-pix-phb.txt").read_text(encoding="utf-8")
     matrix = parse_topo_text(text)
-    verdicts = _load("headroom.probes.topology_verdict", "tp_verdicts") or _load(
-        "headroom.probes.topology", "tp_verdicts"
-    )
-    return matrix, list(verdicts[0](matrix, [2])) if verdicts else []
+    return matrix, list(tp_verdicts(matrix, [2]))
 
 
 def recorded_log_lines() -> list[str]:
@@ -272,17 +256,13 @@ def recorded_log_lines() -> list[str]:
         return []
 
 
-def _diagnose(**inputs: Any) -> Any:
+def _diagnose(**inputs: Any) -> Diagnosis:
     """The live doctor (`headroom.doctor.diagnose`) on recorded inputs, so the Doctor screen's
     snapshots show what the doctor really says about them (never a hand-written verdict)."""
-    found = _load("headroom.doctor", "DoctorInputs", "diagnose")
-    if found is None:
-        return None
-    doctor_inputs, diagnose = found
-    return diagnose(doctor_inputs(**inputs))
+    return diagnose(DoctorInputs(**inputs))
 
 
-def recorded_diagnosis() -> Any:
+def recorded_diagnosis() -> Diagnosis:
     """The doctor on the recorded server: its command line, the metrics history (KV filling
     up, preemptions rising), GPUs and topology. The recorded log is left out: it is a real
     capture from a tiny model on a CPU, whose KV figures are not this server's."""
@@ -291,7 +271,7 @@ def recorded_diagnosis() -> Any:
         command=recorded_command(),
         metrics_history=recorded_metrics_history(),
         gpus=recorded_gpus(),
-        topology=topology[0] if topology else None,
+        topology=topology[0],
     )
 
 
@@ -304,9 +284,8 @@ FAILED_ARGV = (
 ).split()
 
 
-def recorded_failed_command() -> Any:
-    found = _load("headroom.vllm_cmd", "parse_command")
-    return found[0](FAILED_ARGV) if found else None
+def recorded_failed_command() -> VllmCommand:
+    return parse_command(FAILED_ARGV)
 
 
 def recorded_failed_log_lines() -> list[str]:
@@ -316,21 +295,15 @@ def recorded_failed_log_lines() -> list[str]:
         return []
 
 
-def recorded_failed_diagnosis() -> Any:
+def recorded_failed_diagnosis() -> Diagnosis:
     """The doctor on the failed start: the real log (vLLM refused max_model_len 2048) and the
     command line that produced it."""
-    found = _load("headroom.probes.vllm_log", "digest_text")
-    if found is None:
-        return None
-    log = found[0]("\n".join(recorded_failed_log_lines()))
+    log = digest_text("\n".join(recorded_failed_log_lines()))
     return _diagnose(command=recorded_failed_command(), log=log)
 
 
-def recorded_runs() -> list[Any]:
-    found = _load("headroom.supervisor.journal", "RunRecord")
-    if found is None:
-        return []
-    (run_record,) = found
+def recorded_runs() -> list[RunRecord]:
+    run_record = RunRecord
     start = 1_764_410_000.0  # a fixed wall-clock time, so the table never changes
     base = dict(model=MODEL, vllm_version="0.32.0", launcher="vllm")
     return [

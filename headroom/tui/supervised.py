@@ -1,0 +1,72 @@
+"""What the TUI needs from a server Headroom supervises, as a typed Protocol.
+
+`headroom.supervisor.Supervisor` implements it (structurally: the type checker compares the
+two wherever `run_serve` or `attach --launched-with` hands a Supervisor to the TUI), and
+test doubles implement the same few members. The TUI reads these and nothing else, so a
+change on the supervisor's side that the TUI would trip over fails `mypy`, not a user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from headroom.probes.vllm_log import LogDigest
+from headroom.supervisor.journal import Journal
+from headroom.supervisor.process import ManagedProcess
+from headroom.supervisor.states import RestartOutcome, ServerState, SupervisorEvent
+from headroom.vllm_cmd import VllmCommand
+
+EventListener = Callable[[SupervisorEvent], None]
+LogListener = Callable[[list[str]], None]
+
+
+class SupervisedServer(Protocol):
+    """A vLLM server under a supervisor: its state, log, journal, and the actions on it."""
+
+    # Set by the TUI to fan supervisor events out to its own listeners (see LiveSources).
+    on_event: EventListener | None
+
+    @property
+    def command(self) -> VllmCommand: ...  # the command line running now (restarts change it)
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def state(self) -> ServerState: ...
+
+    @property
+    def failure_reason(self) -> str | None: ...
+
+    @property
+    def digest(self) -> LogDigest: ...  # the current run's log, read so far
+
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def log_path(self) -> Path | None: ...
+
+    @property
+    def log_lines(self) -> Iterable[str]: ...  # the recent lines already read
+
+    @property
+    def process(self) -> ManagedProcess | None: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def adopted(self) -> bool: ...  # watching a server an earlier Headroom started
+
+    def subscribe_log(self, callback: LogListener) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def detach(self) -> None: ...
+
+    async def restart(self, changes: Mapping[str, object]) -> RestartOutcome: ...
