@@ -366,10 +366,9 @@ def action_problems(ctx, action) -> str | None:
     """Why applying `action` (with its coupled knobs) to the running configuration fails a
     step the configuration passed before, or (for TP, PP and quantized weights: hardware
     changes) still leaves no room for the KV cache; None when the memory model allows it.
-    Advice without a value is not checked; quantization is never offered to a checkpoint
-    that already is quantized."""
-    if action.knob == "quantization" and is_quantized(ctx.model, ctx.knobs):
-        return "the checkpoint is already quantized"
+    Advice without a value is not checked. (Quantization for memory is never generated for a
+    checkpoint that already is quantized: search() and the OOM rule leave it out; a rule may
+    still advise another checkpoint when the GPU cannot run this one's scheme.)"""
     if action.value is None or action.knob not in _FIELD:
         return None
     changes = {action.knob: action.value, **dict(action.also)}
@@ -404,9 +403,13 @@ def _direction(before, after) -> str:
         return "set"
 
 
-def _current(ctx_knobs: Knobs, name: str, util0: float):
+def _current(ctx_knobs: Knobs, name: str, util0: float, model=None):
     value = getattr(ctx_knobs, _FIELD[name])
-    return util0 if name == "gpu_memory_utilization" and value is None else value
+    if value is None and name == "gpu_memory_utilization":
+        return util0
+    if value is None and name == "max_model_len" and model is not None:
+        return model.max_position_embeddings  # vLLM's default: the model's own limit
+    return value
 
 
 def summary(acc: MemoryAccount, wanted: int | None = None) -> str:
@@ -421,10 +424,14 @@ def summary(acc: MemoryAccount, wanted: int | None = None) -> str:
     )
 
 
-def fix_actions(ctx, why: str, *, want_tokens: int | None = None, allow=None, step=None):
+def fix_actions(
+    ctx, why: str, *, want_tokens: int | None = None, allow=None, step=None, margin=False
+):
     """(actions, evidence) for the best feasible candidate: one action per knob it changes,
     in the mitigation order, each carrying the knobs it cannot go without (`also`); or, when
-    nothing fits these GPUs, advice naming what would. ([], []) without model and GPUs."""
+    nothing fits these GPUs, advice naming what would. ([], []) without model and GPUs.
+    `margin`: a cut of max_model_len goes to the low end of the estimate's range (its
+    measured error, planner.fit_range), and says so."""
     from headroom.doctor.findings import Action
 
     model, gpu = ctx.model, ctx.gpu
@@ -451,12 +458,26 @@ def fix_actions(ctx, why: str, *, want_tokens: int | None = None, allow=None, st
     actions = []
     # The decisive change first (the costliest: without it nothing else helps), the cheaper
     # companions after it; each names what it cannot go without.
-    for name, value in sorted(best.changes, key=lambda c: -TIER[c[0]]):
-        others = tuple((k, v) for k, v in best.changes if k != name)
+    changes = dict(best.changes)
+    notes = [summary(best.account, want_tokens)]
+    if margin and "max_model_len" in changes:
+        from headroom.doctor.estimate_error import fit_range
+
+        low, high, reasons = fit_range(model, gpu, best.knobs, ctx.version, best.account)
+        cut = int(str(changes["max_model_len"]))
+        safe = max(min(low, cut) // 16 * 16, 16)
+        if safe < cut:
+            notes.append(
+                f"max_model_len {safe:,}: the low end of the fit's range {low:,} - {high:,} "
+                f"(estimated fit {cut:,}; {'; '.join(reasons)})"
+            )
+            changes["max_model_len"] = safe
+    for name, value in sorted(changes.items(), key=lambda c: -TIER[c[0]]):
+        others = tuple((k, v) for k, v in changes.items() if k != name)
         alone, _ = problems(model, gpu, apply(base, {name: value}), ctx.version, nodes=ctx.nodes,
                             want_tokens=want_tokens)  # fmt: skip
         also = others if alone else ()
-        before = _current(base, name, util0)
+        before = _current(base, name, util0, model)
         actions.append(
             Action(
                 name,
@@ -468,4 +489,4 @@ def fix_actions(ctx, why: str, *, want_tokens: int | None = None, allow=None, st
                 step=step if name == "tensor_parallel_size" else None,
             )  # fmt: skip
         )
-    return actions, [summary(best.account, want_tokens)]
+    return actions, notes

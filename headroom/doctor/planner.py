@@ -14,6 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from headroom.doctor.estimate_error import (
+    KV_ESTIMATE_ERROR_GIB,
+    KV_ESTIMATE_ERROR_REL,
+    fit_range,
+)
 from headroom.doctor.gpu_spec import GpuSpec
 from headroom.doctor.memory_model import (
     GIB,
@@ -23,23 +28,12 @@ from headroom.doctor.memory_model import (
     heads_valid,
 )
 from headroom.doctor.versions import (
-    UNKNOWN_RELEASE_SPAN,
     default_utilization,
     effective_version,
     rules_text,
 )
 
 PCIE_TP_LIMIT = 4
-# How far the KV estimate is off, measured: benchmarks/memory_model.py against 11 real
-# start-up logs (V0 0.3-0.7 and V1 0.10.1.1; tests/fixtures/startup-logs and
-# gpu-startup-logs) gives a median KV error of 1.1 % and a worst of 9.3 % (TP across two
-# nodes, whose NCCL buffers the model does not know). The fit is shown as a range of that
-# width, and the recommended --max-model-len is its low end, with the reason said; the
-# absolute floor covers small caches (the activation + non-torch residual of the single-node
-# start-ups was off by at most 0.15 GiB).
-KV_ESTIMATE_ERROR_REL = 0.10
-KV_ESTIMATE_ERROR_GIB = 0.25
-MEASURED_ERROR = "median 1.1 %, worst 9.3 % of KV memory on 11 real start-ups"
 
 
 @dataclass(frozen=True)
@@ -248,36 +242,6 @@ def _raise_utilization(model, gpu, base, version, tp, pp, wanted, ver):
         return None
     knobs = replace(base, gpu_memory_utilization=util)
     return knobs, _acc(model, gpu, knobs, version, tp, pp)
-
-
-def fit_range(model, gpu, knobs, version, acc: MemoryAccount):
-    """(low, high, reasons): the max_model_len that fits, as a range. Its width is the
-    estimate's measured error (KV_ESTIMATE_ERROR_REL of the KV memory, at least
-    KV_ESTIMATE_ERROR_GIB); with the release unknown, the rules of the releases in
-    UNKNOWN_RELEASE_SPAN widen it (defaults and where CUDA graphs count changed between
-    them)."""
-    per_token = max(acc.kv_bytes_per_token, 1)
-    error_gib = max(acc.kv_cache_gib * KV_ESTIMATE_ERROR_REL, KV_ESTIMATE_ERROR_GIB)
-    error_tokens = int(error_gib * GIB // per_token)
-    lows, highs = [acc.max_model_len_fit], [acc.max_model_len_fit]
-    reasons = [
-        f"the estimate's measured error ({MEASURED_ERROR}, benchmarks/memory_model.py): "
-        f"+/- {error_gib:.2f} GiB of KV per GPU = {error_tokens:,} tokens"
-    ]
-    if version is None:
-        span = []
-        for release in UNKNOWN_RELEASE_SPAN:
-            other = account(model, gpu, knobs, release)
-            lows.append(other.max_model_len_fit)
-            highs.append(other.max_model_len_fit)
-            span.append(f"{release}: {other.max_model_len_fit:,}")
-        reasons.append("release not given (--vllm-version): fits by release " + ", ".join(span))
-    cap = acc.position_limit or None
-    low = max(min(lows) - error_tokens, 0)
-    high = max(highs) + error_tokens
-    if cap:
-        low, high = min(low, cap), min(high, cap)
-    return low, high, reasons
 
 
 def _poor_tps(topology, sizes: list[int]) -> set[int]:

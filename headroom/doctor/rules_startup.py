@@ -277,13 +277,23 @@ def predicted_misfit(ctx) -> list[Finding]:
             )
         ]
     if not acc.fits:
+        evidence.append(_fit_range_line(ctx, acc))
         extra = (acc.max_model_len - acc.usable_tokens) * per / GIB
-        acts = [
+        # Searched: the free knob (utilization) with the longest context that then fits,
+        # the cut kept to the low end of the estimate's range; the other knobs after it.
+        searched, checked = fix_actions(
+            ctx, "one request at max_model_len must fit", margin=True,
+            allow=frozenset({"gpu_memory_utilization", "kv_cache_memory_bytes", "max_model_len"}),
+        )  # fmt: skip
+        evidence += checked
+        others = [
             A.raise_kv_budget(ctx, extra, "one request at max_model_len must fit"),
             A.lower_max_model_len(acc.max_model_len_fit, "what the estimate says fits"),
             A.fp8_kv(ctx, "twice the tokens in the same memory"),
             A.raise_tp(ctx, A.lowest_fitting_tp(ctx), "spreads weights and KV over more GPUs"),
         ]
+        turned = {a.knob for a in searched}
+        acts = [*searched, *(a for a in others if a is not None and a.knob not in turned)]
         return [
             Finding(
                 "predicted-max-seq-len-exceeds-kv",
@@ -296,6 +306,18 @@ def predicted_misfit(ctx) -> list[Finding]:
             )
         ]
     return []
+
+
+def _fit_range_line(ctx, acc) -> str:
+    """The estimate's fit as a range with its reasons (the measured error; the releases'
+    rules when the release is unknown), as `plan` shows it."""
+    from headroom.doctor.estimate_error import fit_range
+
+    low, high, reasons = fit_range(ctx.model, ctx.gpu, ctx.knobs, ctx.version, acc)
+    return (
+        f"max_model_len fits up to {acc.max_model_len_fit:,} by the estimate, range "
+        f"{low:,} - {high:,}: " + "; ".join(reasons)
+    )
 
 
 RULES = (max_seq_len_exceeds_kv, no_cache_memory, kv_capacity_thin, predicted_misfit)
