@@ -27,7 +27,13 @@ exactly vLLM's:
   simulated GPUs are also served at `/dcgm-metrics` in NVIDIA dcgm-exporter's format, with
   this host name, label spelling and injected XID/thermal/power faults (see `dcgm.py`).
 
-`VLLM_LOG_STATS_INTERVAL` (seconds, default 10) and `VLLM_API_KEY` are honoured as in vLLM.
+- `HEADROOM_SIM_DIE_AFTER_REQUESTS=N`, `HEADROOM_SIM_DIE_AFTER_S=S`: the engine dies at run
+  time as vLLM's does (EngineCore fatal error and EngineDeadError in the log, /health 503,
+  500s, then an exit with status 0 after `HEADROOM_SIM_DEATH_EXIT_S`, default 5 s) at the
+  N-th generation request or S simulated seconds after ready (see `runtime_death.py`).
+
+`VLLM_LOG_STATS_INTERVAL` (seconds, default 10), `VLLM_API_KEY` and
+`VLLM_KEEP_ALIVE_ON_ENGINE_DEATH` are honoured as in vLLM.
 Also: `python -m headroom.simulator load URL --model NAME ...` (a closed-loop load) and
 `python -m headroom.simulator scenarios`.
 """

@@ -16,6 +16,7 @@ from headroom.simulator.dcgm import DcgmRenderer
 from headroom.simulator.loadgen import load_main
 from headroom.simulator.logs import VllmLog
 from headroom.simulator.models import load_model
+from headroom.simulator.runtime_death import EngineDeath
 from headroom.simulator.scenario import list_scenarios, load_scenario
 from headroom.simulator.server import SimServer
 from headroom.simulator.serving import Runtime, memory_in_use
@@ -99,6 +100,7 @@ def serve(argv: list[str]) -> int:
     prefix = not bool_flag(ns, "disable_prefix_caching") and bool_flag(
         ns, "enable_prefix_caching", True
     )
+    death = EngineDeath.from_env(log)  # HEADROOM_SIM_DIE_AFTER_*: a run-time engine death
     runtime = Runtime(
         plan,
         machine,
@@ -119,9 +121,12 @@ def serve(argv: list[str]) -> int:
         version=version,
         root=ns.model,
         dcgm=dcgm,
+        death=death,
     )
     try:
-        return asyncio.run(_serve_forever(runtime, server, printer, ns.host, ns.port or 8000))
+        return asyncio.run(
+            _serve_forever(runtime, server, printer, ns.host, ns.port or 8000, death, scale)
+        )
     except KeyboardInterrupt:
         return 0
     finally:
@@ -129,7 +134,13 @@ def serve(argv: list[str]) -> int:
 
 
 async def _serve_forever(
-    runtime: Runtime, server: SimServer, printer: StartupPrinter, host: str | None, port: int
+    runtime: Runtime,
+    server: SimServer,
+    printer: StartupPrinter,
+    host: str | None,
+    port: int,
+    death: EngineDeath,
+    scale: float,
 ) -> int:
     try:
         await server.start(host or "0.0.0.0", port)
@@ -146,8 +157,11 @@ async def _serve_forever(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     engine_task = asyncio.create_task(runtime.run())
+    death_task = asyncio.create_task(death.watch(scale, stop))
     await stop.wait()
-    printer.api("launcher.py:252", "[shutdown] API server: shutdown triggered")
+    death_task.cancel()
+    if not death.dead:  # a dead engine's server exits through uvicorn's should_exit instead
+        printer.api("launcher.py:252", "[shutdown] API server: shutdown triggered")
     runtime.stop()
     await server.close()
     engine_task.cancel()

@@ -16,7 +16,9 @@ import math
 import time
 import uuid
 
+from headroom.simulator import runtime_death
 from headroom.simulator.dcgm import DcgmRenderer
+from headroom.simulator.runtime_death import EngineDeath
 from headroom.simulator.serving import Runtime
 from headroom.simulator.streaming import WORDS, stream_sse
 
@@ -71,6 +73,7 @@ class SimServer:
         version: str = "0.33.0",
         root: str = "",
         dcgm: DcgmRenderer | None = None,
+        death: EngineDeath | None = None,
     ) -> None:
         self.runtime = runtime
         self.names = served_names
@@ -82,6 +85,10 @@ class SimServer:
         self.dcgm = dcgm or DcgmRenderer()
         self.server: asyncio.base_events.Server | None = None
         self.in_flight = 0
+        self.death = death
+        self._waiting: set[asyncio.Queue] = set()  # in-flight requests, told of a death
+        if death is not None:
+            death.on_death(self._engine_died)
 
     async def start(self, host: str, port: int) -> None:
         self.server = await asyncio.start_server(self._handle, host or "0.0.0.0", port)
@@ -163,7 +170,9 @@ class SimServer:
 
     async def _route(self, method, path, headers, body, writer, keep) -> int:
         if path in ("/health", "/ping"):
-            return await self._send(writer, 200, b"", keep)
+            # vLLM's /health is 503 once the engine is dead (EngineDeadError).
+            status = 503 if self.death is not None and self.death.dead else 200
+            return await self._send(writer, status, b"", keep)
         if path == "/metrics":
             return await self._send(
                 writer,
@@ -201,8 +210,19 @@ class SimServer:
                     self._error(f"Invalid JSON body: {exc}", "BadRequestError", 400),
                     keep,
                 )
+            if self.death is not None and self.death.request_arrived():
+                return await self._dead(writer, keep)
             return await self._generate(path.endswith("chat/completions"), req, writer, keep)
         return await self._send(writer, 404, {"detail": "Not Found"}, keep)
+
+    async def _dead(self, writer, keep: bool) -> int:
+        error = self._error(runtime_death.CLIENT_MESSAGE, "InternalServerError", 500)
+        return await self._send(writer, 500, error, keep)
+
+    def _engine_died(self) -> None:
+        self.runtime.stop()  # no more steps: the engine process is gone
+        for queue in self._waiting:
+            queue.put_nowait((None, True))  # each waiting request answers 500 (or hangs up)
 
     def _models(self) -> dict:
         created = int(time.time())
@@ -284,6 +304,7 @@ class SimServer:
             loop.call_soon_threadsafe(queue.put_nowait, (n, done))
 
         self.in_flight += 1
+        self._waiting.add(queue)
         sim_req = self.runtime.submit(prompt_tokens, max_tokens, eos_at, listener)
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         created = int(time.time())
@@ -304,6 +325,8 @@ class SimServer:
             pieces: list[str] = []
             while True:
                 n, done = await queue.get()
+                if n is None:  # the engine died while this request waited
+                    return await self._dead(writer, keep)
                 pieces.extend(WORDS[(len(pieces) + i) % len(WORDS)] for i in range(n))
                 if done:
                     break
@@ -350,3 +373,4 @@ class SimServer:
             raise
         finally:
             self.in_flight -= 1
+            self._waiting.discard(queue)

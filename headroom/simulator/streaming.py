@@ -81,6 +81,8 @@ async def stream_sse(
     try:
         while True:
             n, done = await queue.get()
+            if n is None:  # the engine died mid-stream: the connection drops, as in vLLM
+                raise ConnectionError("engine dead")
             for _ in range(n):
                 word = WORDS[produced % len(WORDS)]
                 produced += 1
