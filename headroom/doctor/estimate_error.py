@@ -44,6 +44,19 @@ def fit_range(model, gpu, knobs, version, acc: MemoryAccount):
             highs.append(other.max_model_len_fit)
             span.append(f"{release}: {other.max_model_len_fit:,}")
         reasons.append("release not given (--vllm-version): fits by release " + ", ".join(span))
+    if not getattr(gpu, "known", True) and acc.tp * acc.pp > 1:
+        # a GPU named by its memory alone: NVLink or PCIe is open, and with it ~2 GiB of
+        # non-torch memory at TP >= 2 (memory_model.overhead_gib)
+        from dataclasses import replace
+
+        other = account(model, replace(gpu, nvlink=not gpu.nvlink), knobs, version)
+        lows.append(other.max_model_len_fit)
+        highs.append(other.max_model_len_fit)
+        reasons.append(
+            f"links not known (--gpus by memory only): over {'PCIe' if gpu.nvlink else 'NVLink'} "
+            f"non-torch memory is {other.overhead_gib:.2f} GiB, not {acc.overhead_gib:.2f}: "
+            f"fits {other.max_model_len_fit:,}"
+        )
     cap = acc.position_limit or None
     low = max(min(lows) - error_tokens, 0)
     high = max(highs) + error_tokens
