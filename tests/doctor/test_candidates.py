@@ -126,6 +126,8 @@ LOGS = (
     "ValueError: No available memory for the cache blocks. Try increasing "
     "`gpu_memory_utilization` when initializing the engine.",
     WIZARD,
+    # vllm #25350's refusal (tests/fixtures/gpu-startup-logs/gpu-qwen3-30b-a3b-fp8-kv-fp8-v1.log)
+    (FIXTURES / "gpu-startup-logs" / "gpu-qwen3-30b-a3b-fp8-kv-fp8-v1.log").read_text(),
 )
 GPUS = ("1xRTX4090", "2xRTX4090", "4xA100-40GB", "8xA100", "8xH100", "2xL40S", "4xH200")
 
