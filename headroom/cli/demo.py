@@ -87,7 +87,7 @@ def free_port() -> int:
 
 def build_supervisor(name: str | None, workdir: Path, time_scale: float | None) -> tuple[Any, Any]:
     """A Supervisor over the simulator for scenario `name`. Returns (supervisor, scenario)."""
-    from headroom.supervisor import Supervisor
+    from headroom.supervisor import Supervisor, SupervisorSettings
     from headroom.vllm_cmd import parse_command
 
     api = _scenarios_api()
@@ -104,7 +104,8 @@ def build_supervisor(name: str | None, workdir: Path, time_scale: float | None) 
     os.environ["HEADROOM_NVML_STANDIN"] = str(state)
     serve = scenario.serve_argv(port=free_port())  # ["serve", MODEL, *flags]
     command = parse_command(["vllm", *serve])
-    supervisor = Supervisor(command, launcher="sim", env=env, data_dir=workdir / "data")
+    settings = SupervisorSettings(launcher="sim", data_dir=workdir / "data")
+    supervisor = Supervisor(command, settings, env=env)
     return supervisor, scenario
 
 

@@ -114,6 +114,7 @@ def main(argv: list[str]) -> int:
 
     from headroom.supervisor.headless import EXIT_USAGE, EventPrinter
     from headroom.supervisor.launcher import LauncherError, load_config
+    from headroom.supervisor.settings import SupervisorSettings
     from headroom.vllm_cmd import CommandLineError, parse_command
 
     printer = EventPrinter(as_json=args.json)
@@ -122,14 +123,15 @@ def main(argv: list[str]) -> int:
     except LauncherError as exc:
         print(f"headroom serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    options = dict(
-        config=config,
+    settings = SupervisorSettings(
+        launcher=args.launcher or config.launcher or "vllm",
+        launchers=config,
         python=args.python,
         ready_timeout_s=args.ready_timeout,
         preflight=not args.no_preflight,
         max_crash_restarts=args.max_crash_restarts,
-        on_event=printer if args.headless else None,
     )
+    on_event = printer if args.headless else None
 
     from headroom.supervisor.adopt import AdoptError, adopt, find_adoptable
 
@@ -151,7 +153,7 @@ def main(argv: list[str]) -> int:
     already_running = False
     if record is not None and (model is None or model == record.model):
         try:
-            sup = adopt(record, **options)
+            sup = adopt(record, settings, on_event=on_event)
             already_running = True
             print(
                 f"headroom serve: re-adopting pid {record.pid} serving {record.model} at "
@@ -165,9 +167,8 @@ def main(argv: list[str]) -> int:
     if sup is None:
         try:
             command = parse_command(["vllm", "serve", model, *flags])
-            sup = Supervisor(
-                command, launcher=args.launcher or config.launcher or "vllm", **options
-            )
+            settings.template  # noqa: B018 - an unknown launcher fails here, with the reason
+            sup = Supervisor(command, settings, on_event=on_event)
         except (CommandLineError, LauncherError) as exc:
             print(f"headroom serve: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -1,8 +1,8 @@
 """Act: launch and supervise vLLM, restart with adjusted knobs, roll back, journal runs, drive load ramps.
 
 Public names (imported lazily so `headroom.supervisor.journal` users do not pay for the rest):
-ServerState, SupervisorEvent, RestartOutcome, LAUNCHERS, Supervisor, PreflightError,
-Journal, RunRecord.
+ServerState, SupervisorEvent, RestartOutcome, RestartPreview, LAUNCHERS, Supervisor,
+SupervisorSettings, PreflightError, Journal, RunRecord.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ _EXPORTS = {
     "FlagChangeView": "headroom.supervisor.states",
     "LAUNCHERS": "headroom.supervisor.launcher",
     "Supervisor": "headroom.supervisor.supervisor",
+    "SupervisorSettings": "headroom.supervisor.settings",
+    "RestartPreview": "headroom.supervisor.restart",
     "PreflightError": "headroom.supervisor.supervisor",
     "Journal": "headroom.supervisor.journal",
     "RunRecord": "headroom.supervisor.journal",

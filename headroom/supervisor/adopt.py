@@ -3,13 +3,18 @@ state file: same process group, same log, same journal record."""
 
 from __future__ import annotations
 
-import time
+import os
+from dataclasses import replace
+from pathlib import Path
 
-from headroom.supervisor.log_tail import FileTail
-from headroom.supervisor.process import ManagedProcess
+import psutil
+
+from headroom.supervisor.journal import Journal
+from headroom.supervisor.process import ManagedProcess, process_create_time
+from headroom.supervisor.settings import SupervisorSettings
 from headroom.supervisor.statefile import ServerRecord, list_states, read_state
-from headroom.supervisor.supervisor import Supervisor
-from headroom.vllm_cmd import CommandLineError, parse_command
+from headroom.supervisor.supervisor import EventListener, Supervisor
+from headroom.vllm_cmd import CommandLineError, VllmCommand, parse_command
 
 REDACTED_MARK = "***"
 
@@ -18,11 +23,18 @@ class AdoptError(RuntimeError):
     """The state file points at a server that cannot be re-adopted, with the reason."""
 
 
-def adopt(record: ServerRecord, **supervisor_kwargs) -> Supervisor:
+def adopt(
+    record: ServerRecord,
+    settings: SupervisorSettings | None = None,
+    *,
+    journal: Journal | None = None,
+    on_event: EventListener | None = None,
+    nvml_probe: object | None = None,
+) -> Supervisor:
     """A Supervisor bound to the running server of `record`; call `await sup.watch()`.
 
     The stored command line and env are redacted; secrets for a later restart must come
-    from the environment again.
+    from the environment again. settings.launcher is taken from the record.
     """
     process = ManagedProcess.adopt(record.pid, record.pgid, record.create_time)
     if process is None:
@@ -33,20 +45,24 @@ def adopt(record: ServerRecord, **supervisor_kwargs) -> Supervisor:
     except CommandLineError as exc:
         raise AdoptError(f"the state file's command line cannot be read: {exc}") from exc
     env = {k: v for k, v in record.env.items() if REDACTED_MARK not in v}
-    sup = Supervisor(command, launcher=record.launcher, env=env, **supervisor_kwargs)
-    sup.process = process
-    sup.run_id = record.run_id
-    sup.log_path = __import__("pathlib").Path(record.log_path)
-    sup._tail = FileTail(sup.log_path)  # the whole log: rebuilds the digest's start-up facts
-    sup.adopted = True
-    elapsed = max(time.time() - record.started_at, 0.0)
-    sup._started_mono = time.monotonic() - elapsed
-    sup._last_progress = time.monotonic()
-    # STOPPED until watch() (or start(), which the TUI calls) begins watching it.
+    settings = _with_launcher(settings, record.launcher)
+    sup = Supervisor(
+        command, settings, env=env, journal=journal, on_event=on_event, nvml_probe=nvml_probe
+    )
+    sup.adopt_running(
+        process,
+        run_id=record.run_id,
+        log_path=Path(record.log_path),  # the whole log: rebuilds the digest's start-up facts
+        started_at=record.started_at,
+    )
     return sup
 
 
-def find_adoptable(port: int | None = None, state_dir=None) -> ServerRecord | None:
+def _with_launcher(settings: SupervisorSettings | None, launcher: str) -> SupervisorSettings:
+    return replace(settings or SupervisorSettings(), launcher=launcher)
+
+
+def find_adoptable(port: int | None = None, state_dir: Path | None = None) -> ServerRecord | None:
     """The live server on `port` (or the only live one when port is None)."""
     if port is not None:
         record = read_state(port, state_dir)
@@ -57,8 +73,6 @@ def find_adoptable(port: int | None = None, state_dir=None) -> ServerRecord | No
 
 def listener_pid(port: int) -> int | None:
     """The pid listening on a local TCP port, when this user may see it (else None)."""
-    import psutil
-
     try:
         connections = psutil.net_connections(kind="tcp")
     except (psutil.Error, OSError):
@@ -69,22 +83,25 @@ def listener_pid(port: int) -> int | None:
     return None
 
 
-def adopt_unmanaged(command, *, launcher: str, **supervisor_kwargs) -> Supervisor:
+def adopt_unmanaged(
+    command: VllmCommand,
+    settings: SupervisorSettings | None = None,
+    *,
+    journal: Journal | None = None,
+    on_event: EventListener | None = None,
+    nvml_probe: object | None = None,
+) -> Supervisor:
     """Take over a server Headroom did not start, to be able to restart it: the caller says
-    how it was launched (`command` as parsed from its launch line, and the launcher). Its
-    process is found by the port it listens on. Its log is not Headroom's: until the first
-    restart only /health and the process are watched (follow its log with `attach`).
+    how it was launched (`command` as parsed from its launch line, and settings.launcher).
+    Its process is found by the port it listens on. Its log is not Headroom's: until the
+    first restart only /health and the process are watched (follow its log with `attach`).
     Raises AdoptError when nothing (visible) listens on the port.
     """
-    import os
-
-    from headroom.supervisor.process import _create_time
-
-    probe = Supervisor(command, launcher=launcher, **supervisor_kwargs)
-    pid = listener_pid(probe.port)
+    sup = Supervisor(command, settings, journal=journal, on_event=on_event, nvml_probe=nvml_probe)
+    pid = listener_pid(sup.port)
     if pid is None:
         raise AdoptError(
-            f"no process of this user listens on port {probe.port} (a container or another "
+            f"no process of this user listens on port {sup.port} (a container or another "
             "user's server cannot be stopped from here; restart it with its own tools)"
         )
     try:
@@ -93,9 +110,8 @@ def adopt_unmanaged(command, *, launcher: str, **supervisor_kwargs) -> Superviso
         raise AdoptError(f"cannot read the process group of pid {pid}: {exc}") from exc
     if pgid == os.getpgid(0):
         pgid = pid  # never signal our own group: fall back to the server process itself
-    process = ManagedProcess.adopt(pid, pgid, _create_time(pid))
+    process = ManagedProcess.adopt(pid, pgid, process_create_time(pid))
     if process is None:
-        raise AdoptError(f"pid {pid} on port {probe.port} exited meanwhile")
-    probe.process = process
-    probe.adopted = True
-    return probe
+        raise AdoptError(f"pid {pid} on port {sup.port} exited meanwhile")
+    sup.adopt_running(process)
+    return sup

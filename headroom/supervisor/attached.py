@@ -14,13 +14,22 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from headroom.supervisor.adopt import AdoptError, adopt, adopt_unmanaged, find_adoptable
-from headroom.supervisor.journal import RunRecord
-from headroom.supervisor.launcher import LauncherError, describe, resolve_template
-from headroom.supervisor.supervisor import Supervisor, flag_tokens
-from headroom.vllm_cmd import CommandLineError, VllmCommand, parse_command
+from headroom.supervisor.journal import Journal, RunRecord
+from headroom.supervisor.launcher import LauncherError, describe, flag_tokens, resolve_template
+from headroom.supervisor.settings import SupervisorSettings
+from headroom.supervisor.states import RestartOutcome
+from headroom.supervisor.supervisor import EventListener, Supervisor
+from headroom.vllm_cmd import (
+    REMOVE,
+    CommandLineError,
+    VllmCommand,
+    parse_command,
+    redact_argv,
+)
 
 NOT_TOLD = (
     "Headroom did not start this server and was not told how it was launched, so it cannot "
@@ -88,21 +97,27 @@ def attach_supervisor(
     launched_with: str | Sequence[str],
     *,
     launcher: str | None = None,
-    **supervisor_kwargs,
+    settings: SupervisorSettings | None = None,
+    journal: Journal | None = None,
+    on_event: EventListener | None = None,
+    nvml_probe: object | None = None,
 ) -> Supervisor:
     """A Supervisor that can restart the server at `url`; call `await sup.start()` to
     begin watching it (it is running already). Raises AttachRestartError with the reason."""
     command, template = parse_launch(launched_with, launcher)
     _check_port(command, url)
     port = url_port(url)
-    record = find_adoptable(port, supervisor_kwargs.get("state_dir"))
+    settings = replace(settings or SupervisorSettings(), launcher=template)
+    record = find_adoptable(port, settings.state_dir)
     try:
         if record is not None:  # an earlier Headroom started it: its own log and run
-            sup = adopt(record, **supervisor_kwargs)
+            sup = adopt(record, settings, journal=journal, on_event=on_event, nvml_probe=nvml_probe)
             sup.command, sup.template = command, template
             sup.launcher_name = describe(template)
             return sup
-        sup = adopt_unmanaged(command, launcher=template, **supervisor_kwargs)
+        sup = adopt_unmanaged(
+            command, settings, journal=journal, on_event=on_event, nvml_probe=nvml_probe
+        )
     except AdoptError as exc:
         raise AttachRestartError(str(exc)) from exc
     _journal_adopted(sup, url)
@@ -112,8 +127,6 @@ def attach_supervisor(
 def _journal_adopted(sup: Supervisor, url: str) -> None:
     """A run record for the server as found, so the restart's record has a parent and
     `headroom runs` lists the configuration Headroom took over."""
-    from headroom.vllm_cmd import redact_argv
-
     flags = redact_argv(flag_tokens(sup.command))
     try:  # attached before to the same server: that record, not a duplicate per attach
         same = [
@@ -124,7 +137,7 @@ def _journal_adopted(sup: Supervisor, url: str) -> None:
     except OSError:
         same = []
     if same and same[-1].flags == flags and f"(pid {sup.pid})" in (same[-1].notes or ""):
-        sup.run_id = same[-1].run_id
+        sup.run.run_id = same[-1].run_id
         return
     record = RunRecord(
         model=sup.command.model,
@@ -140,14 +153,12 @@ def _journal_adopted(sup: Supervisor, url: str) -> None:
         sup.journal.append(record)
     except OSError:
         return  # a full disk must not stop the attach
-    sup.run_id = record.run_id
+    sup.run.run_id = record.run_id
 
 
 async def restart_attached(sup: Supervisor | None, changes: Mapping[str, object]):
     """Restart with `changes`; refuses (RestartOutcome ok=False, reason NOT_TOLD) when
     Headroom was not told how the server was launched (sup is None)."""
-    from headroom.supervisor.states import RestartOutcome
-
     if sup is None:
         return RestartOutcome(ok=False, reason=NOT_TOLD)
     return await sup.restart(changes, reason="restart (attached)")
@@ -156,8 +167,6 @@ async def restart_attached(sup: Supervisor | None, changes: Mapping[str, object]
 def parse_change(text: str) -> tuple[str, object]:
     """'max_num_seqs=8' -> ('max_num_seqs', 8); values are read as int, float, true/false
     or text; 'enforce_eager=remove' drops a flag."""
-    from headroom.vllm_cmd import REMOVE
-
     name, sep, raw = text.partition("=")
     name = name.strip().removeprefix("--").replace("-", "_")
     if not sep or not name:

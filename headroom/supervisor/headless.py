@@ -16,8 +16,15 @@ import sys
 import time
 from typing import TextIO
 
+from headroom.supervisor.process import LaunchError
 from headroom.supervisor.restart import auto_fix_changes
-from headroom.supervisor.states import ServerState, SupervisorEvent
+from headroom.supervisor.states import (
+    STARTUP_FAILURES,
+    PreflightError,
+    ServerState,
+    SupervisorEvent,
+)
+from headroom.supervisor.supervisor import Supervisor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -39,9 +46,9 @@ class EventPrinter:
             stamp = time.strftime("%H:%M:%S", time.localtime(event.at))
             line = f"{stamp} {event.kind:<9} {event.message}"
             if event.kind == "finding":
-                for evidence in event.fields.get("evidence", []) or []:
+                for evidence in _listed(event.fields.get("evidence")):
                     line += f"\n{'':18} evidence: {evidence}"
-                for action in event.fields.get("actions", []) or []:
+                for action in _listed(event.fields.get("actions")):
                     value = "" if action.get("value") is None else f" to {action['value']}"
                     line += f"\n{'':18} fix: {action['direction']} {action['knob']}{value}"
                     if action.get("why"):
@@ -55,14 +62,16 @@ class EventPrinter:
         self.write(SupervisorEvent(kind, message, state, fields))
 
 
-def is_startup_failure(sup) -> bool:
-    from headroom.supervisor.supervisor import STARTUP_FAILURES
+def _listed(value: object) -> list:
+    return list(value) if isinstance(value, list | tuple) else []
 
+
+def is_startup_failure(sup: Supervisor) -> bool:
     return sup.state == ServerState.FAILED and sup.failure_kind in STARTUP_FAILURES
 
 
 async def run_headless(
-    sup,
+    sup: Supervisor,
     printer: EventPrinter,
     *,
     auto_fix: int = 0,
@@ -70,9 +79,6 @@ async def run_headless(
     already_running: bool = False,
 ) -> int:
     """Start (or keep watching) the server until a signal or a final failure."""
-    from headroom.supervisor.process import LaunchError
-    from headroom.supervisor.supervisor import PreflightError
-
     loop = asyncio.get_running_loop()
     quit_requested = asyncio.Event()
     signal_name: list[str] = []
@@ -154,6 +160,7 @@ async def run_headless(
             except (NotImplementedError, RuntimeError):
                 pass
         await sup.close()
+        await sup.metrics.aclose()
 
 
 async def _unless_quit(coro, quit_requested: asyncio.Event):
@@ -174,11 +181,11 @@ async def _unless_quit(coro, quit_requested: asyncio.Event):
     return None
 
 
-async def _wait_quit_or_final(sup, quit_requested: asyncio.Event) -> bool:
+async def _wait_quit_or_final(sup: Supervisor, quit_requested: asyncio.Event) -> bool:
     """Wait for a quit signal or a final state (failed/stopped with no restart pending)."""
     while not quit_requested.is_set():
         final = sup.state in (ServerState.FAILED, ServerState.STOPPED)
-        if final and not getattr(sup, "restart_pending", False):
+        if final and not sup.restart_pending:
             return True
         if final:  # a crash restart is scheduled: let it happen
             try:

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from headroom.supervisor.paths import config_path
+
 LAUNCHERS: dict[str, str] = {
     "vllm": "vllm serve {model} {flags}",
     "api_server": "{python} -m vllm.entrypoints.openai.api_server --model {model} {flags}",
@@ -47,8 +49,6 @@ class LauncherConfig:
 
 def load_config(path: Path | None = None) -> LauncherConfig:
     """Read the [serve] and [launchers] tables; a missing file is an empty config."""
-    from headroom.supervisor.paths import config_path
-
     path = path or config_path()
     try:
         raw = path.read_bytes()

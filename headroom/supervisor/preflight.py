@@ -15,8 +15,13 @@ import asyncio
 import errno
 import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
+
+from headroom.probes.nvml import GpuSnapshot, NvmlProbe
+from headroom.supervisor.statefile import ServerRecord
+from headroom.vllm_cmd import VllmCommand
 
 GIB = 1024**3
 
@@ -172,12 +177,8 @@ async def wait_memory_released(
         await asyncio.sleep(interval_s)
 
 
-def make_nvml_probe():
-    """headroom.probes.nvml.NvmlProbe(), or None when that module or NVML is missing."""
-    try:
-        from headroom.probes.nvml import NvmlProbe
-    except ImportError:
-        return None
+def make_nvml_probe() -> NvmlProbe | None:
+    """headroom.probes.nvml.NvmlProbe(), or None when NVML cannot be set up."""
     try:
         return NvmlProbe()
     except Exception:  # a probe must never stop a launch
@@ -186,3 +187,64 @@ def make_nvml_probe():
 
 def _gib(value: float | None) -> str:
     return "? GiB" if value is None else f"{value / GIB:.1f} GiB"
+
+
+class GpuReader(Protocol):
+    async def read(self) -> GpuSnapshot | None: ...
+
+    def forget(self) -> None: ...
+
+
+async def run_preflight(
+    command: VllmCommand,
+    port: int,
+    env: Mapping[str, str],
+    gpus: GpuReader,
+    read_state: Callable[[int], ServerRecord | None],
+) -> PreflightResult:
+    """Every check before a start: the port, then the GPUs (when NVML is there).
+    read_state(port): the state file of a server Headroom started there, if any."""
+    failures: list[str] = []
+    notes: list[str] = []
+    port_problem = check_port(str(command.get("host") or "0.0.0.0"), port)  # noqa: S104
+    if port_problem:
+        live = read_state(port)
+        if live is not None and live.alive():
+            port_problem += (
+                f"; Headroom started pid {live.pid} there ({live.model}): "
+                "`headroom serve` re-adopts it, or stop it first"
+            )
+        failures.append(port_problem)
+    snapshot = await gpus.read()
+    if snapshot is not None:
+        kv_bytes = command.get("kv_cache_memory_bytes")
+        result = check_gpus(
+            snapshot,
+            env=env,
+            utilization=_number(command.get("gpu_memory_utilization")),
+            kv_cache_memory_bytes=kv_bytes if isinstance(kv_bytes, int) else None,
+            world_size=world_size(command),
+        )
+        failures += result.failures
+        notes += result.notes
+        if not getattr(snapshot, "available", False):
+            gpus.forget()  # look again before the next start (a driver may appear)
+    return PreflightResult(tuple(failures), tuple(notes))
+
+
+def world_size(command: VllmCommand) -> int:
+    size = 1
+    for name in ("tensor_parallel_size", "pipeline_parallel_size"):
+        value = command.get(name)
+        try:
+            size *= int(value) if isinstance(value, int | float | str) and value else 1
+        except (TypeError, ValueError):
+            pass
+    return size
+
+
+def _number(value: object) -> float | None:
+    try:
+        return float(value) if isinstance(value, int | float | str) else None
+    except (TypeError, ValueError):
+        return None

@@ -76,7 +76,7 @@ class ManagedProcess:
         return cls(
             pid=popen.pid,
             pgid=popen.pid,
-            create_time=_create_time(popen.pid),
+            create_time=process_create_time(popen.pid),
             popen=popen,
             seen_pids={popen.pid},
         )
@@ -202,7 +202,7 @@ class ManagedProcess:
             await asyncio.sleep(0.1)
 
 
-def _create_time(pid: int) -> float | None:
+def process_create_time(pid: int) -> float | None:
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:

@@ -9,6 +9,8 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from headroom.probes.model import load_model_shape
+
 
 def _max(a: float | None, b: float | None) -> float | None:
     if a is None:
@@ -117,8 +119,6 @@ def model_shape_dict(model: str | None) -> dict | None:
     if not model:
         return None
     try:
-        from headroom.probes.model import load_model_shape
-
         shape = load_model_shape(model)
     except Exception:  # unknown model, probe missing, unreadable config: no shape, no crash
         return None

@@ -28,6 +28,7 @@ from textual.screen import Screen
 
 from headroom.doctor.findings import Action
 from headroom.probes.safe_text import safe_optional
+from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.states import SupervisorEvent
 from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
 from headroom.tui import messages as msg
@@ -39,7 +40,7 @@ from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.screens.help import HelpScreen
 from headroom.tui.screens.logs import LogsScreen
 from headroom.tui.screens.quit import QuitDialog
-from headroom.tui.screens.restart import RestartDialog, plan_restart
+from headroom.tui.screens.restart import RestartDialog, restart_plan
 from headroom.tui.sources import DataSources, LiveSources
 from headroom.tui.store import Store
 from headroom.tui.supervised import SupervisedServer
@@ -248,7 +249,7 @@ class HeadroomApp(ProbeLoops, App[int]):
 
     def propose_action(self, action: Action) -> None:
         """Open the restart dialog for a doctor action (called by the Doctor screen)."""
-        plan = plan_restart(self.store.server.command, action)
+        plan = restart_plan(action, self.sources.preview_restart)
         self.push_screen(
             RestartDialog(plan, can_restart=self.sources.can_restart), self._after_restart_dialog
         )
@@ -259,15 +260,17 @@ class HeadroomApp(ProbeLoops, App[int]):
             self.action_show("dashboard")
 
     @work(exclusive=True, group="restart", exit_on_error=False)
-    async def run_restart(self, changes: dict[str, object]) -> None:
-        """Called by the restart dialog once the user confirmed."""
+    async def run_restart(
+        self, changes: dict[str, object], preview: RestartPreview | None = None
+    ) -> None:
+        """Called by the restart dialog once the user confirmed `preview`."""
         self.restart_in_progress = True
 
         def progress(step: str, status: str, detail: str | None = None) -> None:
             self.post_message_to_dialog(msg.RestartProgressed(step, status, detail))
 
         try:
-            ok, rolled_back, detail = await self.sources.restart(changes, progress)
+            ok, rolled_back, detail = await self.sources.restart(changes, progress, preview)
         except Exception as exc:
             ok, rolled_back, detail = False, False, f"{type(exc).__name__}: {exc}"
         finally:
@@ -339,6 +342,7 @@ def run_attach(
         log_path=str(log_from) if log_from else None,
         log_cmd=log_cmd,
         supervisor=supervisor,
+        metrics_max_age_s=interval,
     )
     app = HeadroomApp(sources, interval=interval, theme=theme)
     result = app.run()
@@ -358,7 +362,9 @@ def run_serve(
     (the demo's simulated server has no reason to outlive the demo)."""
     if _theme_or_message(theme, "serve"):
         return 2
-    sources = LiveSources(supervisor=supervisor, stop_on_exit=stop_on_exit)
+    sources = LiveSources(
+        supervisor=supervisor, stop_on_exit=stop_on_exit, metrics_max_age_s=interval
+    )
     app = HeadroomApp(sources, interval=interval, theme=theme)
     result = app.run()
     return int(result or 0)

@@ -33,6 +33,7 @@ from headroom.probes.topology_types import TopologyMatrix
 from headroom.probes.topology_verdict import TpVerdict, tp_verdicts
 from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor.journal import Journal, RunRecord
+from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.states import SupervisorEvent
 from headroom.tui.log_tail import CommandTail, FileTail
 from headroom.tui.restart_driver import drive_restart
@@ -116,10 +117,19 @@ class DataSources:
     async def read_runs(self) -> list[RunRecord] | None:
         return None
 
+    def preview_restart(self, changes: dict[str, object]) -> RestartPreview | None:
+        """The supervisor's preview of a restart with `changes` (what would launch); None
+        when the server's command line is unknown. Raises ValueError for a bad change."""
+        return None
+
     async def restart(
-        self, changes: dict[str, object], progress: ProgressCallback
+        self,
+        changes: dict[str, object],
+        progress: ProgressCallback,
+        expected: RestartPreview | None = None,
     ) -> tuple[bool, bool, str | None]:
-        """Restart with `changes` applied; report steps through `progress`.
+        """Restart with `changes` applied (refused if `expected`, the preview the user saw,
+        is no longer what would launch); report steps through `progress`.
         Returns (ok, rolled_back, detail)."""
         return False, False, "this session does not manage the server (attached only)"
 
@@ -150,11 +160,14 @@ class LiveSources(DataSources):
         supervisor: SupervisedServer | None = None,
         window_s: float = 60.0,
         stop_on_exit: bool = False,
+        metrics_max_age_s: float = 1.0,
     ) -> None:
         self.supervisor = supervisor
         self.stop_on_exit = stop_on_exit
         self.url = url or (supervisor.url if supervisor is not None else None)
         self.window_s = window_s
+        # A snapshot this fresh (e.g. the supervisor's own) is shown instead of scraping again.
+        self.metrics_max_age_s = metrics_max_age_s
         self.gpus_local = supervisor is not None or url_is_local(self.url)
         if not self.gpus_local and self.url:
             host = urlsplit(self.url if "//" in self.url else f"http://{self.url}").hostname
@@ -237,9 +250,13 @@ class LiveSources(DataSources):
     async def scrape_metrics(self) -> ServerMetrics | None:
         if not self.url:
             return None
-        if self._metrics_probe is None:
-            self._metrics_probe = MetricsProbe(self.url, window_s=self.window_s)
-        snapshot = await self._metrics_probe.scrape()
+        if self.supervisor is not None:
+            # The supervisor's probe, shared: one scrape per interval reaches the server.
+            snapshot = await self.supervisor.metrics.latest(self.url, self.metrics_max_age_s)
+        else:
+            if self._metrics_probe is None:
+                self._metrics_probe = MetricsProbe(self.url, window_s=self.window_s)
+            snapshot = await self._metrics_probe.scrape()
         if snapshot.state == "up":
             await self._read_reported()
         return snapshot
@@ -337,12 +354,20 @@ class LiveSources(DataSources):
         return await asyncio.to_thread(journal.records)
 
     # -- restart ------------------------------------------------------------------------
+    def preview_restart(self, changes: dict[str, object]) -> RestartPreview | None:
+        if self.supervisor is None:
+            return None
+        return self.supervisor.preview(changes)
+
     async def restart(
-        self, changes: dict[str, object], progress: ProgressCallback
+        self,
+        changes: dict[str, object],
+        progress: ProgressCallback,
+        expected: RestartPreview | None = None,
     ) -> tuple[bool, bool, str | None]:
         if self.supervisor is None:
-            return await super().restart(changes, progress)
-        return await drive_restart(self.supervisor, changes, progress, self._event_listeners)
+            return await super().restart(changes, progress, expected)
+        return await drive_restart(self.supervisor, changes, progress, expected)
 
     def server_running(self) -> tuple[bool, int | None]:
         """(is a server Headroom launched still running, its pid)."""
@@ -368,3 +393,6 @@ class LiveSources(DataSources):
             await self._metrics_probe.aclose()
         if self.supervisor is not None and self.stop_on_exit:
             await self.supervisor.stop()
+        metrics = getattr(self.supervisor, "metrics", None)
+        if metrics is not None:
+            await metrics.aclose()

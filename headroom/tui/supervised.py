@@ -14,7 +14,9 @@ from typing import Protocol
 
 from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor.journal import Journal
+from headroom.supervisor.metrics_feed import MetricsFeed
 from headroom.supervisor.process import ManagedProcess
+from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.states import RestartOutcome, ServerState, SupervisorEvent
 from headroom.vllm_cmd import VllmCommand
 
@@ -61,7 +63,14 @@ class SupervisedServer(Protocol):
     @property
     def adopted(self) -> bool: ...  # watching a server an earlier Headroom started
 
+    @property
+    def metrics(self) -> MetricsFeed: ...  # the one /metrics reader, shared with the supervisor
+
     def subscribe_log(self, callback: LogListener) -> None: ...
+
+    def subscribe(self, listener: EventListener) -> Callable[[], None]: ...  # -> unsubscribe
+
+    def preview(self, changes: Mapping[str, object]) -> RestartPreview: ...  # what would launch
 
     async def start(self) -> None: ...
 
@@ -69,4 +78,6 @@ class SupervisedServer(Protocol):
 
     async def detach(self) -> None: ...
 
-    async def restart(self, changes: Mapping[str, object]) -> RestartOutcome: ...
+    async def restart(
+        self, changes: Mapping[str, object], *, expected: RestartPreview | None = None
+    ) -> RestartOutcome: ...

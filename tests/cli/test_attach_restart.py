@@ -26,6 +26,7 @@ from headroom.supervisor.attached import (
     parse_launch,
 )
 from headroom.supervisor.journal import Journal
+from headroom.supervisor.settings import SupervisorSettings
 from headroom.vllm_cmd import REMOVE
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -172,8 +173,7 @@ def test_port_mismatch_and_nothing_listening_are_refused(tmp_path):
         attach_supervisor(
             f"http://127.0.0.1:{port}",
             f"vllm serve m --port {port}",
-            data_dir=tmp_path,
-            state_dir=tmp_path / "state",
+            settings=SupervisorSettings(data_dir=tmp_path, state_dir=tmp_path / "state"),
         )
 
 

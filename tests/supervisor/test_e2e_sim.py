@@ -23,7 +23,7 @@ import pytest
 from sup_support import free_port, wait_for
 
 from headroom.doctor import DoctorInputs, diagnose
-from headroom.supervisor import ServerState, Supervisor
+from headroom.supervisor import ServerState, Supervisor, SupervisorSettings
 from headroom.vllm_cmd import parse_command
 
 pytestmark = pytest.mark.slow
@@ -34,18 +34,15 @@ def sim_supervisor(tmp_path, scenario: str, model: str, *flags: str, scale: floa
     command = parse_command(["vllm", "serve", model, "--port", str(free_port()), *flags])
     events: list = []
     env = {"HEADROOM_SIM_SCENARIO": scenario, "HEADROOM_SIM_TIME_SCALE": str(scale)}
-    sup = Supervisor(
-        command,
+    settings = SupervisorSettings(
         launcher="sim",
-        env=env,
         data_dir=tmp_path / "data",
-        on_event=events.append,
-        nvml_probe=False,
         poll_interval_s=0.1,
         grace_int_s=5,
         grace_term_s=3,
         **kw,
     )
+    sup = Supervisor(command, settings, env=env, on_event=events.append, nvml_probe=False)
     return sup, events
 
 
@@ -184,7 +181,7 @@ async def test_kv_pressure_plan_makes_preemptions_fall(tmp_path, stop_after):
     assert first.summary["throughput_tok_s"] and first.summary["throughput_tok_s"] > 0
     assert first.summary["ttft_p95_s"] is not None
     assert first.summary["peak_kv_usage"] and first.summary["peak_kv_usage"] > 0.9
-    assert any(f["id"] == "kv-full-preemptions" for f in first.findings)
+    assert any(f["id"] == "kv-full-preemptions" for f in first.findings), first.findings
 
 
 async def test_plan_that_cannot_start_rolls_back_to_the_last_good(tmp_path, stop_after):
@@ -247,16 +244,15 @@ async def test_simulated_gpus_are_journaled_and_memory_release_is_awaited(
     events: list = []
     sup = Supervisor(
         command,
-        launcher="sim",
+        SupervisorSettings(
+            launcher="sim", data_dir=tmp_path / "data", poll_interval_s=0.1, memory_timeout_s=20
+        ),
         env={
             "HEADROOM_SIM_SCENARIO": "busy-gpu",
             "HEADROOM_SIM_TIME_SCALE": "50",
             "HEADROOM_SIM_STATE": str(state),
         },
-        data_dir=tmp_path / "data",
         on_event=events.append,
-        poll_interval_s=0.1,
-        memory_timeout_s=20,
     )
     stop_after(sup)
     await sup.start()

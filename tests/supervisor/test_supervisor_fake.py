@@ -9,7 +9,7 @@ import psutil
 import pytest
 from sup_support import FAKE_TEMPLATE, free_port, wait_for
 
-from headroom.supervisor import ServerState, Supervisor
+from headroom.supervisor import ServerState, Supervisor, SupervisorSettings
 from headroom.supervisor.statefile import read_state
 from headroom.vllm_cmd import parse_command
 
@@ -19,19 +19,16 @@ def make_supervisor(tmp_path, *flags: str, mode: str = "", max_len: int = 100000
     command = parse_command(["vllm", "serve", "tiny", "--port", str(port), *flags])
     events = []
     env = {"FAKE_VLLM_MODE": mode, "FAKE_VLLM_MAX_LEN": str(max_len)}
-    sup = Supervisor(
-        command,
+    settings = SupervisorSettings(
         launcher=FAKE_TEMPLATE,
-        env=env,
         data_dir=tmp_path / "data",
-        on_event=events.append,
-        nvml_probe=False,
         poll_interval_s=0.1,
         grace_int_s=3,
         grace_term_s=2,
         crash_backoff_s=0.2,
         **kw,
     )
+    sup = Supervisor(command, settings, env=env, on_event=events.append, nvml_probe=False)
     return sup, events
 
 
@@ -137,7 +134,8 @@ async def test_failed_restart_rolls_back_to_last_good(tmp_path, cleanup):
 async def test_env_changes_show_in_the_diff(tmp_path, cleanup):
     sup, _ = make_supervisor(tmp_path)
     cleanup(sup)
-    _, env, diff = sup.preview({"NCCL_P2P_DISABLE": "1", "max_num_seqs": 64})
+    preview = sup.preview({"NCCL_P2P_DISABLE": "1", "max_num_seqs": 64})
+    env, diff = preview.env, preview.diff
     assert env["NCCL_P2P_DISABLE"] == "1"
     assert sorted(str(d) for d in diff) == ["+ env NCCL_P2P_DISABLE 1", "+ max_num_seqs 64"]
 
@@ -196,7 +194,7 @@ async def test_log_flood_is_read_in_bounded_steps(tmp_path, cleanup):
     cleanup(sup)
     await sup.start()
     assert await sup.wait_ready(timeout_s=60)
-    await wait_for(lambda: sup._tail.backlog() == 0, 60)
+    await wait_for(lambda: sup.run.tail.backlog() == 0, 60)
     assert sup.state == ServerState.READY
     assert len(sup.log_lines) == sup.log_lines.maxlen
 
@@ -228,7 +226,8 @@ async def test_detach_leaves_the_server_running_and_adopt_finds_it(tmp_path, cle
     from headroom.supervisor.adopt import adopt
 
     record = read_state(sup.port)
-    again = adopt(record, data_dir=tmp_path / "data", nvml_probe=False, poll_interval_s=0.1)
+    settings = SupervisorSettings(data_dir=tmp_path / "data", poll_interval_s=0.1)
+    again = adopt(record, settings, nvml_probe=False)
     cleanup(again)
     await again.watch()
     assert await again.wait_ready(timeout_s=30)
@@ -274,15 +273,14 @@ async def test_a_server_headroom_did_not_start_can_be_taken_over_and_restarted(t
     try:
         command = parse_command(["vllm", "serve", "tiny", "--port", str(port)])
         await wait_for(lambda: listener_pid(port) is not None, 20)
-        sup = adopt_unmanaged(
-            command,
+        settings = SupervisorSettings(
             launcher=FAKE_TEMPLATE,
             data_dir=tmp_path / "data",
-            nvml_probe=False,
             poll_interval_s=0.1,
             grace_int_s=3,
             grace_term_s=2,
         )
+        sup = adopt_unmanaged(command, settings, nvml_probe=False)
         cleanup(sup)
         await sup.start()  # watches, does not launch
         assert await sup.wait_ready(timeout_s=20)
@@ -294,8 +292,7 @@ async def test_a_server_headroom_did_not_start_can_be_taken_over_and_restarted(t
         with pytest.raises(AdoptError, match="no process"):
             adopt_unmanaged(
                 parse_command(["vllm", "serve", "m", "--port", str(free_port())]),
-                launcher=FAKE_TEMPLATE,
-                data_dir=tmp_path / "data",
+                SupervisorSettings(launcher=FAKE_TEMPLATE, data_dir=tmp_path / "data"),
             )
     finally:
         if outsider.poll() is None:
@@ -312,6 +309,5 @@ def test_ready_timeout_is_ten_minutes_or_twice_the_last_good_start(tmp_path):
     sup.journal.append(RunRecord(model="other", time_to_ready_s=900.0))
     sup.journal.append(RunRecord(model="tiny", time_to_ready_s=420.0))
     assert sup.ready_timeout() == 840.0
-    sup.last_good_start_s = 100.0
-    sup._ready_timeout = None
+    sup.last_good_start_s = 100.0  # (the worked-out timeout is forgotten with it)
     assert sup.ready_timeout() == 600.0

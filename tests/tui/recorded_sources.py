@@ -33,6 +33,7 @@ from recorded_data import (
     recorded_topology,
 )
 
+from headroom.supervisor.restart import RestartPreview, preview_for_command
 from headroom.tui.format import short_message
 from headroom.tui.sources import DataSources, ProgressCallback
 from headroom.tui.store import HISTORY, ServerInfo, Store
@@ -112,8 +113,14 @@ class RecordedSources(DataSources):
     async def read_runs(self) -> list[Any] | None:
         return recorded_runs()
 
+    def preview_restart(self, changes: dict[str, object]) -> RestartPreview | None:
+        return preview_for_command(self.command, changes) if self.command else None
+
     async def restart(
-        self, changes: dict[str, object], progress: ProgressCallback
+        self,
+        changes: dict[str, object],
+        progress: ProgressCallback,
+        expected: RestartPreview | None = None,
     ) -> tuple[bool, bool, str | None]:
         self.restarts.append(dict(changes))
         progress("stop", "done", None)

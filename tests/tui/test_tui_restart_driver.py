@@ -1,10 +1,12 @@
-"""Supervisor events become restart-dialog steps; outcomes become ok / rolled back."""
+"""Supervisor events become restart steps (the supervisor's RestartProgress); the TUI's
+driver forwards restart_step events to the dialog; outcomes become ok / rolled back."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from headroom.tui.restart_driver import RestartProgress, drive_restart
+from headroom.supervisor.restart_progress import RestartProgress
+from headroom.tui.restart_driver import drive_restart
 
 
 def event(kind, message="", **fields):
@@ -54,47 +56,55 @@ def test_rollback_marks_start_failed():
     assert ("ready", "done") not in steps  # the rollback's ready is not the new flags' ready
 
 
-class FakeSupervisor:
-    def __init__(self, outcome, events):
-        self.outcome, self.events, self.listeners = outcome, events, None
+def step(step, status, detail=None):
+    return SimpleNamespace(
+        kind="restart_step", message="", fields={"step": step, "status": status, "detail": detail}
+    )
 
-    async def restart(self, changes):
+
+class FakeSupervisor:
+    """Emits the restart_step events a Supervisor's restarter emits, to its subscribers."""
+
+    def __init__(self, outcome, events):
+        self.outcome, self.events, self.listeners = outcome, events, []
+
+    def subscribe(self, listener):
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    async def restart(self, changes, expected=None):
         for e in self.events:
             for listener in list(self.listeners):
                 listener(e)
         return self.outcome
 
 
+def outcome(**fields):
+    base = dict(ok=False, rolled_back=False, rollback_ok=None, reason="", failed_log_path=None)
+    return SimpleNamespace(**{**base, **fields})
+
+
 async def test_drive_restart_ok():
     steps, progress = record()
-    listeners = []
     sup = FakeSupervisor(
-        SimpleNamespace(ok=True, rolled_back=False, reason="ready"),
-        [event("restart"), event("launch"), event("state", new="ready")],
+        outcome(ok=True, reason="ready"),
+        [event("restart"), step("stop", "running"), step("ready", "done")],
     )
-    sup.listeners = listeners
-    assert await drive_restart(sup, {"max_num_seqs": 32}, progress, listeners) == (
-        True,
-        False,
-        None,
-    )
-    assert ("ready", "done") in steps
-    assert listeners == []  # the tracker is removed afterwards
+    assert await drive_restart(sup, {"max_num_seqs": 32}, progress) == (True, False, None)
+    assert steps == [("stop", "running"), ("ready", "done")]  # only restart steps pass
+    assert sup.listeners == []  # the forwarder is removed afterwards
 
 
 async def test_drive_restart_rolled_back_reports_log():
     steps, progress = record()
-    listeners = []
-    outcome = SimpleNamespace(
-        ok=False,
+    result = outcome(
         rolled_back=True,
         rollback_ok=True,
         reason="CUDA out of memory",
         failed_log_path="/tmp/run.log",
     )
-    sup = FakeSupervisor(outcome, [event("restart"), event("rollback", "restoring")])
-    sup.listeners = listeners
-    ok, rolled_back, detail = await drive_restart(sup, {}, progress, listeners)
+    sup = FakeSupervisor(result, [step("start", "failed"), step("rollback", "done")])
+    ok, rolled_back, detail = await drive_restart(sup, {}, progress)
     assert (ok, rolled_back) == (False, True)
     assert "CUDA out of memory" in detail and "/tmp/run.log" in detail
     assert ("rollback", "done") in steps

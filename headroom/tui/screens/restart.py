@@ -1,5 +1,6 @@
-"""The restart dialog: the flag diff (old → new), what the change costs, one key to confirm,
-then progress through stop → memory released → start → ready, or the rollback.
+"""The restart dialog: the supervisor's preview of the restart (flag and environment diff,
+old → new), what the change costs, one key to confirm, then progress through stop → memory
+released → start → ready (the supervisor's restart_step events), or the rollback.
 
 Attached to a server Headroom did not launch, the dialog still shows the diff and the new
 command line to run by hand, and says why it cannot restart the server itself.
@@ -8,8 +9,8 @@ command line to run by hand, and says why it cannot restart the server itself.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -18,9 +19,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from headroom.doctor import Action, plan_to_changes
+from headroom.supervisor.restart import RestartPreview
+from headroom.supervisor.states import FlagChangeView
 from headroom.tui import format as fmt
 from headroom.tui import messages as msg
 from headroom.tui.format import escape_markup as escape
+from headroom.tui.widgets.finding_line import action_text
 
 STEPS = (("stop", "stop"), ("memory", "memory released"), ("start", "start"), ("ready", "ready"))
 MARKS = {
@@ -34,47 +39,48 @@ MARKS = {
 
 @dataclass
 class RestartPlan:
-    """What a restart would change. `error` set means the change cannot be applied."""
+    """What a restart would change, as the supervisor previews it. `error` set means the
+    change cannot be applied (or the command line is unknown)."""
 
     title: str
     why: str | None
     cost: str | None
     changes: dict[str, object] = field(default_factory=dict)
-    diff: list[Any] = field(default_factory=list)  # cmdline.FlagChange
-    new_argv: list[str] | None = None
+    preview: RestartPreview | None = None
     error: str | None = None
 
+    @property
+    def diff(self) -> tuple[FlagChangeView, ...]:
+        return self.preview.diff if self.preview is not None else ()
 
-def plan_restart(command: Any, action: Any) -> RestartPlan:
-    """Turn a doctor `Action` into the concrete flag changes and their diff."""
-    from headroom.tui.widgets.finding_line import action_text
+    @property
+    def new_argv(self) -> list[str] | None:
+        return list(self.preview.argv) if self.preview is not None else None
 
-    title = action_text(action)
-    plan = RestartPlan(title=title, why=action.why, cost=action.cost)
+
+Previewer = Callable[[dict[str, object]], RestartPreview | None]
+
+
+def restart_plan(action: Action, preview: Previewer) -> RestartPlan:
+    """A doctor `Action` as the restart the supervisor would run: `preview(changes)` is the
+    supervisor's own preview (Supervisor.preview), so the dialog shows what will launch."""
+    plan = RestartPlan(title=action_text(action), why=action.why, cost=action.cost)
     try:
-        from headroom.doctor import plan_to_changes
-
         plan.changes = dict(plan_to_changes(action))
-    except ImportError:
-        plan.changes = {action.knob: action.value}
     except Exception as exc:  # a doctor action that cannot become flags: say so
         plan.error = f"cannot turn this action into flags: {exc}"
         return plan
-    if command is None:
-        plan.error = "the server's command line is unknown, so the new flags cannot be shown"
-        return plan
     try:
-        from headroom.vllm_cmd import apply_changes, diff_flags, redact_argv, render
-
-        new = apply_changes(command, plan.changes)
-        plan.diff = list(diff_flags(command, new))
-        plan.new_argv = redact_argv(render(new))
-    except Exception as exc:
+        plan.preview = preview(plan.changes)
+    except ValueError as exc:
         plan.error = f"cannot apply {plan.changes}: {exc}"
+        return plan
+    if plan.preview is None:
+        plan.error = "the server's command line is unknown, so the new flags cannot be shown"
     return plan
 
 
-def diff_markup(diff: list[Any]) -> str:
+def diff_markup(diff: Sequence[FlagChangeView]) -> str:
     if not diff:
         return "[$text-muted](no flag changes)[/]"
     width = max(len(change.name) for change in diff)
@@ -187,7 +193,7 @@ class RestartDialog(ModalScreen[bool]):
         self.phase = "running"
         self.step_status["stop"] = "running"
         self._refresh()
-        self.app.run_restart(self.plan.changes)  # type: ignore[attr-defined]
+        self.app.run_restart(self.plan.changes, self.plan.preview)  # type: ignore[attr-defined]
 
     def action_cancel(self) -> None:
         if self.phase == "running":
