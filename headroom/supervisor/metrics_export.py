@@ -8,28 +8,27 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from headroom.doctor import DoctorInputs, diagnose
 from headroom.fleet.export import ExportedFinding, ExportState, ServerGauge
+from headroom.supervisor.states import SupervisorEvent
+from headroom.supervisor.supervisor import Supervisor
 
 RUNTIME_EVERY_S = 2.0  # the runtime rules run at most this often, whatever the scrape rate
 
 
 class SupervisorExport:
-    def __init__(self, sup: Any) -> None:
+    def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
         self.restarts = 0
         self.rollbacks = 0
         self._runtime: tuple[float, tuple[ExportedFinding, ...]] = (0.0, ())
-        previous = getattr(sup, "on_event", None)
+        sup.subscribe(self._count)
 
-        def listen(event: Any) -> None:  # keep any listener that was there (the printer)
-            if previous is not None:
-                previous(event)
-            if event.kind == "restart":
-                self.restarts += 1
-            elif event.kind == "rollback":
-                self.rollbacks += 1
-
-        sup.on_event = listen
+    def _count(self, event: SupervisorEvent) -> None:
+        if event.kind == "restart":
+            self.restarts += 1
+        elif event.kind == "rollback":
+            self.rollbacks += 1
 
     def state(self) -> ExportState:
         sup = self.sup
@@ -60,8 +59,6 @@ class SupervisorExport:
         at, cached = self._runtime
         if time.monotonic() - at < RUNTIME_EVERY_S:
             return cached
-        from headroom.doctor import DoctorInputs, diagnose
-
         inputs = DoctorInputs(command=getattr(self.sup, "command", None), metrics_history=history)
         found = tuple(
             self._exported(f)
