@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.states import SupervisorEvent
-from headroom.supervisor.supervisor import Supervisor
 from headroom.tui.format import short_message
+from headroom.tui.supervised import SupervisedServer
 
 ProgressCallback = Callable[[str, str, str | None], None]
 
@@ -36,7 +36,7 @@ def _short(text: str | None, limit: int = 160) -> str | None:
 
 
 async def drive_restart(
-    supervisor: Supervisor,
+    supervisor: SupervisedServer,
     changes: dict[str, object],
     progress: ProgressCallback,
     expected: RestartPreview | None = None,
