@@ -87,7 +87,7 @@ def test_a_damaged_state_file_reads_as_none_never_raises(tmp_path_factory, raw):
 
 
 def test_old_run_logs_are_pruned_newest_kept(tmp_path):
-    from headroom.supervisor.lifecycle import prune_logs
+    from headroom.supervisor.run_journal import prune_logs
 
     for stamp in ("20261129-120000-a", "20261129-130000-b", "20261129-110000-c"):
         (tmp_path / f"{stamp}.log").write_text("x")
