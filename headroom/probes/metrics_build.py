@@ -1,7 +1,6 @@
 """From parsed `vllm:` samples to per-engine, per-model and total `EngineMetrics`.
 
-Names differ across vLLM 0.8-0.33 (vllm-facts.md section 1.5): each field lists its names,
-newest first, and the first one a series carries wins. KV capacity follows section 1.4:
+The names come from `metric_names` (one table for the parser and this builder). KV capacity follows section 1.4:
 `kv_cache_size_tokens` is per data-parallel engine, while `num_gpu_blocks` is already the
 sum over the DP engines, so block counts are never added across engines.
 """
@@ -12,6 +11,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from headroom.probes.metric_names import CACHE_INFO, COUNTER_NAMES, GAUGE_NAMES, HISTOGRAM_NAMES
 from headroom.probes.metrics_parse import MAX_COUNT, Exposition, label_float, label_int
 from headroom.probes.metrics_types import EngineMetrics
 from headroom.probes.metrics_window import (
@@ -26,28 +26,6 @@ from headroom.probes.safe_text import safe_optional
 
 Key = tuple[str | None, str | None]  # (model_name, engine)
 
-GAUGE_NAMES = {
-    "running": ("vllm:num_requests_running",),
-    "waiting": ("vllm:num_requests_waiting",),
-    "usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-}
-COUNTER_NAMES = {
-    "preemptions": ("vllm:num_preemptions_total",),
-    "prompt_tokens": ("vllm:prompt_tokens_total",),
-    "generation_tokens": ("vllm:generation_tokens_total",),
-    "finished": ("vllm:request_success_total",),
-    "prefix_queries": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
-    "prefix_hits": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
-}
-HISTOGRAM_NAMES = {
-    "ttft": ("vllm:time_to_first_token_seconds",),
-    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
-    "e2e": ("vllm:e2e_request_latency_seconds",),
-    "queue": ("vllm:request_queue_time_seconds",),
-    "prompt_len": ("vllm:request_prompt_tokens",),
-    "generation_len": ("vllm:request_generation_tokens",),
-}
-CACHE_INFO = "vllm:cache_config_info"
 # cache_config_info labels that mean "tokens != blocks x block_size" (hybrid, Mamba, MLA,
 # sliding window). Without kv_cache_size_tokens such a capacity is reported as unknown.
 _HYBRID_MARKERS = ("mamba_block_size", "mamba_page_size_padded", "sliding_window")

@@ -17,39 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-# Gauges Headroom reads (old and new names, vllm-facts.md section 1.5).
-GAUGES = (
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",
-    "vllm:gpu_cache_usage_perc",
-    "vllm:cache_config_info",
-)
-# Counters, as exposed (prometheus_client appends `_total`).
-COUNTERS = (
-    "vllm:num_preemptions_total",
-    "vllm:prompt_tokens_total",
-    "vllm:generation_tokens_total",
-    "vllm:request_success_total",
-    "vllm:prefix_cache_queries_total",
-    "vllm:prefix_cache_hits_total",
-    "vllm:gpu_prefix_cache_queries_total",
-    "vllm:gpu_prefix_cache_hits_total",
-)
-HISTOGRAMS = (
-    "vllm:time_to_first_token_seconds",
-    "vllm:inter_token_latency_seconds",
-    "vllm:time_per_output_token_seconds",
-    "vllm:e2e_request_latency_seconds",
-    "vllm:request_queue_time_seconds",
-    "vllm:request_prompt_tokens",
-    "vllm:request_generation_tokens",
-)
-HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
-
-WANTED_SAMPLE_NAMES: frozenset[str] = frozenset(
-    (*GAUGES, *COUNTERS, *(h + s for h in HISTOGRAMS for s in HISTOGRAM_SUFFIXES))
-)
+from headroom.probes.metric_names import WANTED_SAMPLE_NAMES  # the one table of names
 
 VLLM_PREFIX = "vllm:"
 
