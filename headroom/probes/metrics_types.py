@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from headroom.probes.errors import ProbeError, metrics_failure
 from headroom.probes.metrics_window import Latency
 
 _LATENCY_FIELDS = ("ttft", "itl", "e2e", "queue")
@@ -70,3 +71,8 @@ class ServerMetrics:
     total: EngineMetrics
     engines: tuple[EngineMetrics, ...]
     models: tuple[EngineMetrics, ...]
+
+    @property
+    def failure(self) -> ProbeError | None:
+        """Why this scrape has no figures, in the probes' error tree; None when up."""
+        return metrics_failure(self.state, self.message)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from headroom.probes.errors import UnreadableInput
 from headroom.probes.model_weights import WeightSummary, summarize_weights
 from headroom.probes.safe_text import safe_text
 from headroom.probes.untrusted_json import UntrustedJsonError, load_json_file
@@ -29,8 +30,9 @@ __all__ = [
 ]
 
 
-class ModelConfigError(ValueError):
-    """The model's config could not be found or understood; the message says which."""
+class ModelConfigError(UnreadableInput, ValueError):
+    """The model's config could not be found or understood; the message says which.
+    (In the probes' error tree, headroom.probes.errors; still a ValueError.)"""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from headroom.probes.errors import SourceMissing
+
 # nvmlClocksEventReason* bits (pynvml.py 13.615.71); names are Headroom's stable strings.
 THROTTLE_REASON_BITS: dict[int, str] = {
     0x1: "gpu_idle",
@@ -97,6 +99,11 @@ class GpuSnapshot:
     cuda_version: str | None
     gpus: tuple[GpuReading, ...]
     unsupported: tuple[str, ...]
+
+    @property
+    def failure(self) -> SourceMissing | None:
+        """Why there are no GPUs to show, in the probes' error tree; None when readable."""
+        return None if self.available else SourceMissing(self.reason or "GPUs unreadable")
 
 
 def lost_reading(

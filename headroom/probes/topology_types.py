@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from headroom.probes.errors import ProbeError, SourceMissing, UnreadableInput
+
 __all__ = ["TopologyMatrix", "unreadable"]
 
 
@@ -28,6 +30,16 @@ class TopologyMatrix:
     problems: tuple[str, ...]
     source: str  # "nvidia-smi" | "nvml" | "file"
     kind: str = field(default="topo-m")  # "topo-m" | "p2p" (a `topo -p2p` status matrix)
+
+    @property
+    def failure(self) -> ProbeError | None:
+        """Why there is no matrix, in the probes' error tree; None when it was read."""
+        if self.confidence != "unreadable":
+            return None
+        why = "; ".join(self.problems) or "topology unreadable"
+        # A text given as a file that holds no matrix is bad input; otherwise the machine
+        # had no nvidia-smi / NVML matrix to give.
+        return UnreadableInput(why) if self.source == "file" else SourceMissing(why)
 
 
 def unreadable(problem: str, source: str = "file") -> TopologyMatrix:

@@ -85,8 +85,8 @@ class Store:
 
     def record_gpus(self, snapshot: GpuSnapshot) -> None:
         self.gpus = snapshot
-        if not snapshot.available:
-            self.unavailable["gpus"] = snapshot.reason or "GPUs unreadable"
+        if (failure := snapshot.failure) is not None:
+            self.unavailable["gpus"] = str(failure)
             return
         self.unavailable.pop("gpus", None)
         for gpu in snapshot.gpus:
