@@ -5,14 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.fixtures import FIXTURES, read_fixture
 
-FIXTURES = Path(__file__).parent / "fixtures"
+__all__ = ["FIXTURES", "read_fixture"]
 
 
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
-
-
-def read_fixture(*parts: str) -> str:
-    return FIXTURES.joinpath(*parts).read_text(encoding="utf-8")

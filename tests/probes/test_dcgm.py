@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import read_fixture
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.fixtures import read_fixture
 
 from headroom.probes.dcgm import gpus_from_samples, instance_host, parse_dcgm_text
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import read_fixture
+from support.fixtures import read_fixture
 
 from headroom.simulator.dcgm import DcgmRenderer, parse_faults
 from headroom.simulator.hardware import Machine, gpu_model
