@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from headroom.bench.report import NA, fmt
+from headroom.vllm_cmd import parse_command
 
 
 @dataclass(frozen=True)
@@ -89,14 +90,12 @@ def _parse(flags: Sequence[str] | None, command: Sequence[str] | None):
     if argv is None:
         return None, None, {}
     try:
-        from headroom.vllm_cmd import parse_command
-
         cmd = parse_command([str(t) for t in argv])
         tp = cmd.get("tensor_parallel_size", 1)
         pp = cmd.get("pipeline_parallel_size", 1)
         args = {k: v for k, v in cmd.engine_args().items() if k not in _NOISE}
         return _whole(tp), _whole(pp), args
-    except (ValueError, TypeError, ImportError):
+    except (ValueError, TypeError):
         return None, None, {}
 
 

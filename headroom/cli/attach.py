@@ -219,15 +219,8 @@ def _restart_now(supervisor, changes_text: list[str]) -> int:
 
 
 def _run_dashboard(url: str, args: argparse.Namespace, supervisor=None) -> int:
-    try:
-        from headroom.tui.app import run_attach
-    except ImportError as error:
-        print(
-            f"headroom attach: the dashboard is not available in this build ({error}); "
-            "use --once or --once --json",
-            file=sys.stderr,
-        )
-        return 2
+    from headroom.tui.app import run_attach  # here: Textual loads only for the dashboard
+
     kwargs: dict[str, object] = {"url": url, "interval": args.interval, "theme": args.theme}
     accepted = inspect.signature(run_attach).parameters
     if args.log_from:

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from headroom.simulator.scenario import DEFAULT_SCENARIO, list_scenarios, load_scenario
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -39,22 +41,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _scenarios_api() -> tuple[Any, Any] | None:
-    try:
-        from headroom.simulator.scenario import list_scenarios, load_scenario
-    except ImportError:
-        return None
-    return list_scenarios, load_scenario
-
-
-def _default_scenario_name() -> str | None:
-    try:
-        from headroom.simulator.scenario import DEFAULT_SCENARIO
-    except ImportError:
-        return None
-    return DEFAULT_SCENARIO
-
-
 def _describe(scenario: Any) -> tuple[str, str]:
     if isinstance(scenario, str):
         return scenario, ""
@@ -64,14 +50,6 @@ def _describe(scenario: Any) -> tuple[str, str]:
 
 
 def list_main() -> int:
-    api = _scenarios_api()
-    if api is None:
-        print(
-            "headroom demo: the simulator's scenarios are not available in this build",
-            file=sys.stderr,
-        )
-        return 2
-    list_scenarios, _ = api
     entries = [_describe(s) for s in list_scenarios()]
     width = max((len(name) for name, _ in entries), default=0)
     for name, text in entries:
@@ -90,11 +68,7 @@ def build_supervisor(name: str | None, workdir: Path, time_scale: float | None) 
     from headroom.supervisor import Supervisor, SupervisorSettings
     from headroom.vllm_cmd import parse_command
 
-    api = _scenarios_api()
-    if api is None:
-        raise ImportError(name="headroom.simulator.scenario")
-    _, load_scenario = api
-    scenario = load_scenario(name or _default_scenario_name())
+    scenario = load_scenario(name or DEFAULT_SCENARIO)
     state = workdir / "sim-state.json"
     env = dict(scenario.env(str(state)))
     env["HEADROOM_NVML_STANDIN"] = str(state)
@@ -128,9 +102,6 @@ def main(argv: list[str]) -> int:
             print(
                 f"headroom demo: {exc}\n(headroom demo --list shows the scenarios)", file=sys.stderr
             )
-            return 2
-        except ImportError as exc:
-            print(f"headroom demo: {exc.name} is not available in this build", file=sys.stderr)
             return 2
         from headroom.tui.app import HeadroomApp
         from headroom.tui.demo_sources import DemoSources

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from headroom.probes.safe_text import safe_text
+from headroom.probes.vllm_log import digest_text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -138,12 +139,7 @@ def build_inputs(args, vllm_argv: list[str]):
     log = None
     if args.log:
         text = _read_text(args.log)
-        try:
-            from headroom.probes.vllm_log import digest_text
-
-            log = digest_text(text)
-        except ImportError:
-            log = text  # the doctor reads raw text itself when the log reader is absent
+        log = digest_text(text)
     topology = None
     if args.topo:
         from headroom.probes.topology import parse_topo_text

@@ -157,12 +157,9 @@ async def _loop(source, args: argparse.Namespace) -> int:
             return 2
     try:
         if not args.plain and sys.stdout.isatty():
-            try:
-                from headroom.tui.fleet_app import run_fleet_app
-            except ImportError:  # a build without the fleet screen: the text table instead
-                run_fleet_app = None
-            if run_fleet_app is not None:
-                return await run_fleet_app(source, args.interval, exporter, theme=args.theme)
+            from headroom.tui.fleet_app import run_fleet_app  # Textual only for the screen
+
+            return await run_fleet_app(source, args.interval, exporter, theme=args.theme)
         while True:
             snap = await source.refresh()
             if exporter is not None:

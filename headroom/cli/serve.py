@@ -178,11 +178,7 @@ def main(argv: list[str]) -> int:
         args.headless = True
         sup.on_event = printer
     if not args.headless:
-        code = _run_tui(sup, args, already_running)
-        if code is not None:
-            return code
-        print("headroom serve: the TUI is not available; running headless", file=sys.stderr)
-        sup.on_event = printer
+        return _run_tui(sup, args, already_running)
     return asyncio.run(_headless(sup, printer, args, already_running))
 
 
@@ -217,12 +213,10 @@ async def _headless(sup, printer, args, already_running: bool) -> int:
             await exporter.close()
 
 
-def _run_tui(sup, args, already_running: bool) -> int | None:
-    """Run the dashboard over the supervisor; None when the TUI cannot be imported."""
-    try:
-        from headroom.tui.app import run_serve
-    except ImportError:
-        return None
+def _run_tui(sup, args, already_running: bool) -> int:
+    """Run the dashboard over the supervisor."""
+    from headroom.tui.app import run_serve  # here: Textual loads only for the dashboard
+
     # A re-adopted supervisor's start() only starts watching (in the TUI's own loop).
     try:
         code = run_serve(sup, theme=args.theme)

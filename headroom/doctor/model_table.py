@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from headroom.probes.model import ModelShape
+from headroom.probes.model import ModelShape, load_model_shape
 
 
 class UnknownModelError(ValueError):
@@ -159,10 +159,6 @@ def resolve_model(name_or_path: str):
 
     path = Path(name_or_path).expanduser()
     if path.exists():
-        try:
-            from headroom.probes.model import load_model_shape
-        except ImportError as exc:  # the probe module may not be installed in a partial tree
-            raise UnknownModelError(f"cannot read {path}: model probe unavailable ({exc})") from exc
         try:
             return load_model_shape(str(path))
         except Exception as exc:  # ModelConfigError and friends: say why, do not crash

@@ -32,6 +32,8 @@ from headroom.doctor.versions import (
     effective_version,
     rules_text,
 )
+from headroom.probes.topology_verdict import tp_verdicts
+from headroom.vllm_cmd import render
 
 PCIE_TP_LIMIT = 4
 
@@ -245,10 +247,6 @@ def _raise_utilization(model, gpu, base, version, tp, pp, wanted, ver):
 
 
 def _poor_tps(topology, sizes: list[int]) -> set[int]:
-    try:
-        from headroom.probes.topology_verdict import tp_verdicts
-    except ImportError:
-        return set()
     return {v.tp for v in tp_verdicts(topology, sizes) if v.level in ("poor", "impossible")}
 
 
@@ -321,12 +319,7 @@ def recommended_max_model_len(acc: MemoryAccount, low: int | None = None) -> tup
 
 def _command(model, tp, pp, dp, acc, base, kv_dtype, ver, command, recommended=None) -> list[str]:
     if command is not None:
-        try:
-            from headroom.vllm_cmd import render
-
-            return render(command)
-        except ImportError:
-            return []
+        return render(command)
     argv = ["vllm", "serve", getattr(model, "name", "MODEL"), "--tensor-parallel-size", str(tp)]
     if pp > 1:
         argv += ["--pipeline-parallel-size", str(pp)]

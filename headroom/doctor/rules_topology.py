@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding
+from headroom.probes.topology_verdict import tp_verdicts
 
 _SLOW = ("PHB", "NODE", "SYS", "SOC")
 
@@ -19,10 +20,6 @@ _SLOW = ("PHB", "NODE", "SYS", "SOC")
 def _verdict(ctx, tp: int):
     matrix = ctx.inputs.topology
     if matrix is None or tp < 2:
-        return None
-    try:
-        from headroom.probes.topology_verdict import tp_verdicts
-    except ImportError:
         return None
     verdicts = tp_verdicts(matrix, [tp])
     return verdicts[0] if verdicts else None

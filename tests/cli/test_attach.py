@@ -139,12 +139,6 @@ def test_log_cmd_is_passed_when_the_dashboard_takes_it(monkeypatch) -> None:
     assert seen["log_cmd"] == ["docker", "logs", "-f", "vllm"]
 
 
-def test_missing_dashboard_is_a_clear_message(monkeypatch, capsys) -> None:
-    monkeypatch.setitem(sys.modules, "headroom.tui.app", None)  # import raises ImportError
-    assert attach.main(["http://127.0.0.1:8000"]) == 2
-    assert "--once" in capsys.readouterr().err
-
-
 def test_console_entry_point_end_to_end() -> None:
     with ReplayServer([IDLE, AFTER_64]) as server:
         done = subprocess.run(
