@@ -136,11 +136,22 @@ def main(argv: list[str]) -> int:
             print(f"headroom fleet: no server read from {snap.source}: {why}", file=sys.stderr)
             return 1
         return 0
+    if not args.plain and sys.stdin.isatty() and sys.stdout.isatty():
+        from headroom.tui.fleet_app import run_fleet_tui  # Textual only for the screen
+
+        asyncio.run(source.aclose())
+        try:
+            return run_fleet_tui(
+                lambda: make_source(args), args.interval, args.export, args.theme, args.export_host
+            )
+        except OSError as error:
+            print(f"headroom fleet: {error}", file=sys.stderr)
+            return 2
     return asyncio.run(_loop(source, args))
 
 
 async def _loop(source, args: argparse.Namespace) -> int:
-    """The live view: the TUI when Textual is there and stdout is a terminal, else text."""
+    """The text table every --interval seconds (no terminal, or --plain)."""
     exporter = None
     if args.export:
         from headroom.fleet.export import MetricsExporter
@@ -156,10 +167,6 @@ async def _loop(source, args: argparse.Namespace) -> int:
             await source.aclose()
             return 2
     try:
-        if not args.plain and sys.stdout.isatty():
-            from headroom.tui.fleet_app import run_fleet_app  # Textual only for the screen
-
-            return await run_fleet_app(source, args.interval, exporter, theme=args.theme)
         while True:
             snap = await source.refresh()
             if exporter is not None:

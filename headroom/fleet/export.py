@@ -265,3 +265,42 @@ def _number(value: float) -> str:
 
 def now() -> float:
     return time.time()
+
+
+class ExporterThread:
+    """A MetricsExporter on its own event loop in a daemon thread, for callers whose loops
+    come and go (the fleet TUI runs one Textual app after another)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        import threading
+
+        self.host, self.port = host, port
+        self.exporter = MetricsExporter()
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="headroom-exporter", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None:
+            raise OSError(f"cannot serve metrics on {self.host}:{self.port}: {self._error}")
+
+    def update_fleet(self, snap: FleetSnapshot) -> None:
+        self.exporter.update_fleet(snap)  # one attribute assignment: safe across threads
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.exporter.start(self.host, self.port))
+        except OSError as error:
+            self._error = error
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
