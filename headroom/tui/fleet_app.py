@@ -9,6 +9,7 @@ thread of its own, so it keeps answering while either app is shown.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +20,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.fleet.export import ExporterThread
 from headroom.fleet.model import FleetServer, FleetSnapshot
 from headroom.fleet.report import COLUMNS, server_cells
 from headroom.probes.dcgm import DcgmGpu
@@ -26,6 +29,7 @@ from headroom.probes.metrics_types import EngineMetrics, ServerMetrics
 from headroom.probes.nvml_types import GpuReading, GpuSnapshot
 from headroom.probes.safe_text import safe_text
 from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
+from headroom.tui.app import HeadroomApp
 from headroom.tui.sources import DataSources
 from headroom.tui.store import ServerInfo, Store
 from headroom.tui.widgets.keyed_table import sync_rows
@@ -81,8 +85,6 @@ class FleetApp(App[str | None]):
 
     @work(exclusive=True, group="fleet", exit_on_error=False)
     async def _refresh_loop(self) -> None:
-        import asyncio
-
         while True:
             started = time.monotonic()
             await self.refresh_once()
@@ -184,8 +186,6 @@ class FleetServerSources(DataSources):
         return dcgm_snapshot(server.gpus)
 
     def diagnose(self, store: Store) -> Any:
-        from headroom.doctor import DoctorInputs, diagnose
-
         extra = {"server_info": self.reported} if self.reported is not None else {}
         return diagnose(
             DoctorInputs(
@@ -258,12 +258,8 @@ def run_fleet_tui(
     export_host: str = "127.0.0.1",
 ) -> int:
     """The table; Enter: that server's dashboard; q there: back to the table; q: quit."""
-    from headroom.tui.app import HeadroomApp
-
     exporter = None
     if export_port is not None:
-        from headroom.fleet.export import ExporterThread
-
         exporter = ExporterThread(export_host, export_port)
         exporter.start()
     try:
