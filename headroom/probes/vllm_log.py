@@ -32,10 +32,12 @@ _FAILURE_RANK = {
     for rank, kind in enumerate(
         [
             "unrecognized_arguments", "heads_not_divisible", "kv_heads_not_divisible",
-            "world_size_too_large", "pp_unsupported", "free_memory_below_utilization",
-            "max_seq_len_exceeds_kv", "no_cache_memory", "cuda_oom", "shm_full", "nccl_error",
-            "watchdog_timeout", "config_error", "exception", "engine_core_failed", "engine_dead",
-            "worker_died", "traceback",
+            "world_size_too_large", "pp_unsupported", "pp_layers_not_divisible",
+            "dtype_unsupported", "kv_cache_dtype_unsupported", "quantization_unsupported",
+            "free_memory_below_utilization", "memory_profiling_error", "max_seq_len_exceeds_kv",
+            "no_cache_memory", "cuda_oom", "shm_full", "nccl_error", "gloo_error",
+            "graph_capture_failed", "watchdog_timeout", "config_error", "exception",
+            "engine_core_failed", "engine_dead", "worker_died", "worker_exception", "traceback",
         ]
     )
 }  # fmt: skip

@@ -182,7 +182,7 @@ def v0_profile_fields(match: re.Match[str]) -> dict[str, object]:
     for key, name in (("total_gpu_memory", "total_gib"), ("peak_torch_memory", "peak_torch_gib"),
                       ("non_torch_memory", "non_torch_gib"), ("kv_cache_size", "kv_gib"),
                       ("initial_memory_usage", "initial_usage_gib")):  # fmt: skip
-        found = re.search(rf"\b{key}=([\d.]+)GiB", text)
+        found = re.search(rf"\b{key}=(-?[\d.]+)GiB", text)
         if found:
             out[name] = float(found.group(1))
     util = re.search(r"gpu_memory_utilization[=\s(]+([\d.]+)", text)
@@ -191,7 +191,7 @@ def v0_profile_fields(match: re.Match[str]) -> dict[str, object]:
     for pattern, name in ((r"model weights take ([\d.]+)GiB", "weights_gib"),
                           (r"non_torch_memory takes ([\d.]+)GiB", "non_torch_gib"),
                           (r"activation peak memory takes ([\d.]+)GiB", "activation_gib"),
-                          (r"reserved for KV Cache is ([\d.]+)GiB", "kv_gib"),
+                          (r"reserved for KV Cache is (-?[\d.]+) ?GiB", "kv_gib"),
                           (r"total_gpu_memory \(([\d.]+)GiB\)", "total_gib")):  # fmt: skip
         found = re.search(pattern, text)
         if found:
@@ -232,3 +232,43 @@ def nccl_transport_fields(match: re.Match[str]) -> dict[str, object]:
         "transport": transport + (match.group("detail") or ""),
         "path": _TRANSPORT_CLASS.get(prefix, "other"),  # p2p | shm | net_socket | net_ib
     }
+
+
+def kv_reserved_fields(match: re.Match[str]) -> dict[str, object]:
+    return {"free_gib": num(match.group(1)), "kv_gib": num(match.group("kv_gib"))}
+
+
+def v0_max_seq_len_fields(match: re.Match[str]) -> dict[str, object]:
+    # V0 names the KV cache's token capacity where V1 names an estimate: the same number
+    tokens = int(match.group("estimated_max_len"))
+    return {"max_seq_len": int(match.group("max_seq_len")), "estimated_max_len": tokens,
+            "kv_tokens": tokens}  # fmt: skip
+
+
+def divide_fields(match: re.Match[str]) -> dict[str, object]:
+    """vLLM's divide(kv_heads, tp) assertion: "{numerator} is not divisible by {denominator}"."""
+    numerator, denominator = int(match.group("numerator")), int(match.group("denominator"))
+    return {"kv_heads": numerator, "tp": denominator, "numerator": numerator,
+            "denominator": denominator}  # fmt: skip
+
+
+def nccl_error_fields(match: re.Match[str]) -> dict[str, object]:
+    return {"reason": (match.group("reason") or match.group("reason2") or "").strip()}
+
+
+# The catalog names its extractors; these are they.
+EXTRACTORS = {
+    "oom": oom_fields,
+    "stats": stats_fields,
+    "non_default_args": non_default_args_fields,
+    "engine_config": engine_config_fields,
+    "worker_died": worker_died_fields,
+    "v0_profile": v0_profile_fields,
+    "config_error": config_error_fields,
+    "unrecognized": unrecognized_fields,
+    "nccl_transport": nccl_transport_fields,
+    "kv_reserved": kv_reserved_fields,
+    "v0_max_seq_len": v0_max_seq_len_fields,
+    "divide": divide_fields,
+    "nccl_error": nccl_error_fields,
+}

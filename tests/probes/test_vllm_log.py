@@ -194,27 +194,29 @@ def test_nccl_info_logs_raise_no_false_alarms(name):
 
 # --- single lines in every wording (format strings from vllm-facts.md) --------------------
 
+# The printing file in the prefix must be one that prints the text (the catalog's printed_by).
 P = "(EngineCore_DP0 pid=123) INFO 11-29 11:11:11 [gpu_worker.py:773] "
+P_ARGS = "(APIServer pid=1) INFO 11-29 11:11:11 [utils.py:328] "
 LINES = [
     (P + "Available KV cache memory: 10.5 GiB", "kv_memory_available", {"kv_gib": 10.5}),
     ("INFO 05-01 10:00:00 gpu_worker.py:200] Available KV cache memory: 17.25 GiB", "kv_memory_available", {"kv_gib": 17.25}),
-    (P + "Model loading took 15.5 GiB memory and 12.345678 seconds", "weights_loaded", {"weights_gib": 15.5, "load_s": 12.345678}),
-    (P + "Model loading took 14.9596 GiB and 5.1 seconds", "weights_loaded", {"weights_gib": 14.9596}),
+    (P.replace("gpu_worker.py", "gpu_model_runner.py") + "Model loading took 15.5 GiB memory and 12.345678 seconds", "weights_loaded", {"weights_gib": 15.5, "load_s": 12.345678}),
+    (P.replace("gpu_worker.py", "gpu_model_runner.py") + "Model loading took 14.9596 GiB and 5.1 seconds", "weights_loaded", {"weights_gib": 14.9596}),
     (P + "Initial free memory 79.1 GiB, reserved 10.0 GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling. This does not respect the gpu_memory_utilization config.",
      "kv_memory_reserved", {"kv_gib": 10.0, "free_gib": 79.1}),
-    (P + "GPU KV cache size: 1,234,560 tokens, Maximum concurrency for 32,768 tokens per request: 37.68x",
+    (P.replace("gpu_worker.py", "kv_cache_utils.py") + "GPU KV cache size: 1,234,560 tokens, Maximum concurrency for 32,768 tokens per request: 37.68x",
      "kv_cache_tokens", {"device": "GPU", "tokens": 1_234_560, "per_request_tokens": 32_768, "concurrency": 37.68}),
-    (P + "XPU + host KV cache size: 500 tokens", "kv_cache_tokens", {"device": "XPU + host", "tokens": 500}),
-    (P + "Maximum concurrency for 8,192 tokens per request: 4.50x", "max_concurrency", {"per_request_tokens": 8192, "concurrency": 4.5}),
-    (P + "Graph capturing finished in 12 secs, took 0.55 GiB", "cuda_graph_memory", {"graph_gib": 0.55, "capture_s": 12.0}),
-    (P + "vLLM server version 0.33.0, serving model Qwen/Qwen3-8B", "version", {"version": "0.33.0", "model": "Qwen/Qwen3-8B"}),
+    (P.replace("gpu_worker.py", "kv_cache_utils.py") + "XPU + host KV cache size: 500 tokens", "kv_cache_tokens", {"device": "XPU + host", "tokens": 500}),
+    (P.replace("gpu_worker.py", "kv_cache_utils.py") + "Maximum concurrency for 8,192 tokens per request: 4.50x", "max_concurrency", {"per_request_tokens": 8192, "concurrency": 4.5}),
+    (P.replace("gpu_worker.py", "gpu_model_runner.py") + "Graph capturing finished in 12 secs, took 0.55 GiB", "cuda_graph_memory", {"graph_gib": 0.55, "capture_s": 12.0}),
+    (P.replace("gpu_worker.py", "api_utils.py") + "vLLM server version 0.33.0, serving model Qwen/Qwen3-8B", "version", {"version": "0.33.0", "model": "Qwen/Qwen3-8B"}),
     ("INFO 03-01 10:00:00 api_server.py:712] vLLM API server version 0.8.5", "version", {"version": "0.8.5"}),
-    (P + "Using max model len 32768", "max_model_len", {"max_model_len": 32768}),
-    (P + "Auto-fit max_model_len: reduced from 131072 to 40960 to fit in available KV cache memory (5.0 GiB)",
+    (P.replace("gpu_worker.py", "model.py") + "Using max model len 32768", "max_model_len", {"max_model_len": 32768}),
+    (P.replace("gpu_worker.py", "kv_cache_utils.py") + "Auto-fit max_model_len: reduced from 131072 to 40960 to fit in available KV cache memory (5.0 GiB)",
      "max_model_len", {"max_model_len": 40960, "reduced_from": 131072}),
-    (P + "Starting vLLM API server 0 on http://0.0.0.0:8000", "server_starting", {"url": "http://0.0.0.0:8000"}),
+    (P.replace("gpu_worker.py", "api_server.py") + "Starting vLLM API server 0 on http://0.0.0.0:8000", "server_starting", {"url": "http://0.0.0.0:8000"}),
     ("INFO:     Application startup complete.", "startup_complete", {}),
-    (P + "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 4 reqs, Preemptions: 7, GPU KV cache usage: 50.5%, Prefix cache hit rate: 10.0%",
+    (P.replace("gpu_worker.py", "loggers.py") + "Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 4 reqs, Preemptions: 7, GPU KV cache usage: 50.5%, Prefix cache hit rate: 10.0%",
      "stats", {"running": 3, "waiting": 4, "preemptions": 7, "kv_cache_usage": 0.505, "engine": 0}),
     (P + "Free memory on device (70.1/79.1 GiB) on startup. Desired GPU memory utilization is (0.9, 71.2 GiB). Actual usage is 15.5 GiB for consumed memory (weights + non-torch), 2.1 GiB for peak activation, and 0.5 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=56381423616` (52.5 GiB) to fit into requested memory, or `--kv-cache-memory=57455165440` (53.5 GiB) to fully utilize gpu memory. Current kv cache memory in use is 52.4 GiB.",
      "memory_summary", {"consumed_gib": 15.5, "activation_gib": 2.1, "graph_gib": 0.5, "kv_bytes_fit": 56381423616, "kv_gib": 52.4}),
@@ -240,7 +242,7 @@ LINES = [
      "engine_core_failed", {"procs": "{'EngineCore_DP0': 1}"}),
     ("(APIServer pid=1) ERROR 11-29 11:11:11 [core_client.py:838] [shutdown] MPClient: engine core exited unexpectedly; starting cleanup", "engine_dead", {}),
     (P + "RPC call to execute_model timed out.", "watchdog_timeout", {"method": "execute_model"}),
-    (P + "No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging.", "shm_broadcast_wait", {"waited_s": 60.0}),
+    (P.replace("gpu_worker.py", "shm_broadcast.py") + "No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging.", "shm_broadcast_wait", {"waited_s": 60.0}),
     ("(Worker_TP0 pid=9) WARNING 11-29 11:11:11 [custom_all_reduce.py:283] Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
      "custom_allreduce_disabled", {"reason": "your platform lacks GPU P2P capability or P2P test failed"}),
     ("\x1b[1;36m(EngineCore pid=5)\x1b[0;0m \x1b[32mINFO\x1b[0m 11-29 11:11:11 [gpu_worker.py:773] Available KV cache memory: 3.0 GiB",
@@ -288,9 +290,11 @@ def test_digest_keeps_every_line_bounded():
 
 
 def test_non_default_args_falls_back_to_raw():
-    event = classify_line(P + "non-default args: {'model': <object at 0x1>}")
+    event = classify_line(P_ARGS + "non-default args: {'model': <object at 0x1>}")
     assert event.kind == "non_default_args" and event.fields["raw"].startswith("{'model'")
-    ok = classify_line(P + "non-default args: {'tensor_parallel_size': 2, 'enforce_eager': True}")
+    ok = classify_line(
+        P_ARGS + "non-default args: {'tensor_parallel_size': 2, 'enforce_eager': True}"
+    )
     assert ok.fields["args"] == {"tensor_parallel_size": 2, "enforce_eager": True}
 
 

@@ -1,0 +1,140 @@
+"""The signature catalog: every entry's real text, with every prefix vLLM prints it with,
+goes through the log reader (and, for failures, the doctor) and comes out as its kind."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.probes.vllm_catalog import NOT_CONFIG, PREFIX_FORMS, RELEASES, SIGNATURES
+from headroom.probes.vllm_log import KINDS, classify_line, digest_text
+
+VLLM_ORIGINS = ("log", "raise", "assert", "source")
+# The releases issue 12 asks for, by minor version, and the newest two read.
+REQUIRED = ("0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "0.10", "0.11", "0.32", "0.33")
+
+
+def _minor(release: str) -> tuple[int, int]:
+    major, minor = release.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _prefixes(sig) -> list[tuple[str, str]]:
+    """(form name, prefix) pairs a real log prints this text with."""
+    if sig.origin == "log":
+        file = sig.printed_by[0]
+        minors = {_minor(r) for r in sig.releases}
+        names = ["bare"]
+        if any(m < (0, 8) for m in minors):
+            names += ["v0_plain", "v0_worker", "ray_worker", "ray_actor"]
+        if any((0, 8) <= m < (0, 10) for m in minors):
+            names += ["v1_plain", "v1_worker_rank", "ray_worker"]
+        if any(m >= (0, 10) for m in minors):
+            names += ["engine_core", "api_server", "worker_tp"]
+        return [(n, PREFIX_FORMS[n].format(file=file)) for n in dict.fromkeys(names)]
+    names = ["bare", "rank", "proc_only"]
+    relayed = [  # a logger that relays a traceback repeats its own prefix on every line
+        ("relayed_v1", PREFIX_FORMS["engine_core"].format(file="core.py").replace("INFO", "ERROR")),
+        ("relayed_v0", PREFIX_FORMS["v0_worker"].format(file="multiproc_worker_utils.py")),
+    ]
+    out = [(n, PREFIX_FORMS[n]) for n in names]
+    return out + relayed if sig.origin in ("raise", "assert", "source", "python", "torch") else out
+
+
+CASES = [
+    pytest.param(sig, example, prefix, id=f"{sig.id}-{i}-{form}")
+    for sig in SIGNATURES
+    for i, example in enumerate(sig.examples)
+    for form, prefix in _prefixes(sig)
+]
+
+
+def test_catalog_is_complete_data():
+    ids = [s.id for s in SIGNATURES]
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    assert len(SIGNATURES) >= 60
+    for sig in SIGNATURES:
+        assert sig.examples and sig.feeds and sig.needles, sig.id
+        assert sig.kind is None or sig.kind in KINDS, sig.id
+        assert set(sig.releases) <= set(RELEASES), sig.id
+        if sig.origin in VLLM_ORIGINS:
+            assert sig.releases and sig.sources, f"{sig.id}: no release holds its probe"
+        else:
+            assert sig.library, f"{sig.id}: which library prints it?"
+        if sig.origin == "log":
+            assert sig.printed_by, f"{sig.id}: which files print it?"
+        if sig.fields:  # the named numbers are the regex's or the extractor's
+            assert sig.pattern or sig.extract, sig.id
+        for example in sig.examples:  # needles are exact substrings of the real text
+            assert any(n in example for n in sig.needles), (sig.id, example)
+    for release in RELEASES.values():
+        assert re.fullmatch(r"[0-9a-f]{64}", release["sha256"])
+
+
+def test_catalog_covers_the_releases_asked_for():
+    covered = {".".join(map(str, _minor(r))) for s in SIGNATURES for r in s.releases}
+    assert set(REQUIRED) <= covered
+    # the V0 texts of issue 12 exist in the old releases and not in the newest
+    by_id = {s.id: s for s in SIGNATURES}
+    for sig_id in ("v0_gpu_blocks", "v0_preemption", "v0_max_seq_len_exceeds_kv", "v0_profile_breakdown",
+                   "v0_prompt_exceeds_limit"):  # fmt: skip
+        assert "0.4.3" in by_id[sig_id].releases or "0.6.6.post1" in by_id[sig_id].releases
+        assert "0.33.0" not in by_id[sig_id].releases
+
+
+@pytest.mark.parametrize(("sig", "example", "prefix"), CASES)
+def test_entry_through_the_reader(sig, example, prefix):
+    event = classify_line(prefix + example, 3)
+    if sig.kind is None:  # client text: never an event
+        assert event is None
+        return
+    assert event is not None, prefix + example
+    assert event.kind == sig.kind
+    same_kind = [s.id for s in SIGNATURES if s.kind == sig.kind]
+    assert event.signature in same_kind
+    extracted = set(event.fields)
+    if sig.fields and event.signature == sig.id and sig.require_match:
+        assert extracted & set(sig.fields), (sig.id, event.fields)
+
+
+# What the doctor names for each failure kind it has a rule for; other kinds are facts or
+# not configuration problems, and must at least reach the digest's failures.
+FINDING_FOR_KIND = {
+    "max_seq_len_exceeds_kv": {"max-seq-len-exceeds-kv"},
+    "no_cache_memory": {"no-cache-memory"},
+    "free_memory_below_utilization": {"free-memory-below-utilization"},
+    "cuda_oom": {"cuda-oom-weights", "cuda-oom-sampler", "cuda-oom-foreign-process", "cuda-oom"},
+    "heads_not_divisible": {"tp-heads-not-divisible"},
+    "kv_heads_not_divisible": {"tp-heads-not-divisible"},
+    "world_size_too_large": {"world-size-too-large"},
+    "pp_unsupported": {"pp-unsupported"},
+    "unrecognized_arguments": {"unrecognized-arguments"},
+    "shm_full": {"shm-full"},
+    "watchdog_timeout": {"nccl-watchdog-timeout"},
+    "nccl_error": {"nccl-error"},
+    "engine_core_failed": {"engine-died"},
+    "engine_dead": {"engine-died"},
+    "worker_died": {"engine-died"},
+}
+
+DOCTOR_CASES = [
+    pytest.param(sig, example, id=f"{sig.id}-{i}")
+    for sig in SIGNATURES
+    if sig.kind is not None and sig.severity == "error"
+    for i, example in enumerate(sig.examples)
+]
+
+
+@pytest.mark.parametrize(("sig", "example"), DOCTOR_CASES)
+def test_entry_through_the_doctor(sig, example):
+    digest = digest_text(example)
+    assert sig.kind in {e.kind for e in digest.facts().failures}
+    found = {f.id for f in diagnose(DoctorInputs(log=digest)).findings}
+    expected = FINDING_FOR_KIND.get(sig.kind)
+    if expected is not None:
+        assert found & expected, (sig.id, found)
+    elif sig.feeds.startswith(NOT_CONFIG):
+        # not a configuration problem: the doctor must not turn a knob for it
+        assert not any(f.actions for f in diagnose(DoctorInputs(log=digest)).findings)
