@@ -16,6 +16,7 @@ import sys
 import time
 from typing import TextIO
 
+from headroom.probes.safe_text import safe_text
 from headroom.supervisor.process import LaunchError
 from headroom.supervisor.restart import auto_fix_changes
 from headroom.supervisor.states import (
@@ -53,6 +54,8 @@ class EventPrinter:
                     line += f"\n{'':18} fix: {action['direction']} {action['knob']}{value}"
                     if action.get("why"):
                         line += f" ({action['why']})"
+        if not self.as_json:  # messages quote log lines: control characters shown escaped
+            line = safe_text(line, multiline=True)
         try:
             print(line, file=self.stream, flush=True)
         except (BrokenPipeError, ValueError):

@@ -135,3 +135,17 @@ def test_server_version_is_escaped_and_bounded() -> None:
     assert asyncio.run(read(fixed(json.dumps({"version": "9" * 10000})))) == "9" * 64
     assert asyncio.run(read(fixed("[" * 100000))) is None
     assert asyncio.run(read(fixed(json.dumps({"version": 5})))) is None
+
+
+def test_headless_serve_output() -> None:
+    import io
+
+    from headroom.supervisor.headless import EventPrinter
+    from headroom.supervisor.states import ServerState, SupervisorEvent
+
+    out = io.StringIO()
+    printer = EventPrinter(stream=out)
+    printer(SupervisorEvent("crash", f"the server crashed ({EVIL})", ServerState.FAILED,
+                            {"evidence": [f"log: {TITLE}"]}))  # fmt: skip
+    text = out.getvalue()
+    assert _clean(text) and "\\x1b]0;pwned" in text
