@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sup_support import free_port, wait_for
 
-from headroom.supervisor import ServerState, Supervisor
+from headroom.supervisor import ServerState, Supervisor, SupervisorSettings
 from headroom.vllm_cmd import parse_command
 
 pytestmark = pytest.mark.slow
@@ -28,19 +28,16 @@ def _supervisor(tmp_path, **env_extra: str):
     events: list = []
     env = {"HEADROOM_SIM_SCENARIO": "tiny-cpu", "HEADROOM_SIM_TIME_SCALE": "50",
            "HEADROOM_SIM_DIE_AFTER_REQUESTS": "1", **env_extra}  # fmt: skip
-    sup = Supervisor(
-        command,
+    settings = SupervisorSettings(
         launcher="sim",
-        env=env,
         data_dir=tmp_path / "data",
-        on_event=events.append,
-        nvml_probe=False,
         poll_interval_s=0.1,
         grace_int_s=3,
         grace_term_s=3,
         crash_backoff_s=0.2,
         max_crash_restarts=1,
     )
+    sup = Supervisor(command, settings, env=env, on_event=events.append, nvml_probe=False)
     return sup, events
 
 
