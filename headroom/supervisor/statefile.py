@@ -57,6 +57,7 @@ class ServerRecord:
                 if name not in _OPTIONAL_DEFAULTS:
                     raise ValueError(f"{name} {value} is out of range")
                 known[name] = None
+        known["extra"] = dict(known.get("extra") or {})  # never the shared default
         return cls(**known)
 
     def alive(self) -> bool:
