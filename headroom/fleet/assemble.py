@@ -56,7 +56,9 @@ def assemble(
         )
         for p in parts
     ]
-    diagnosed, fleet_findings = diagnose_fleet(servers, targets)
+    diagnosed, fleet_findings = diagnose_fleet(
+        servers, targets, via_prometheus=source.startswith("prometheus")
+    )
     return FleetSnapshot(
         taken_at=time.time(),
         source=source,

@@ -118,7 +118,9 @@ def gpu_faults(servers: Sequence[FleetServer]) -> list[FleetFinding]:
     return out
 
 
-def targets_down(targets: Sequence[TargetHealth]) -> list[FleetFinding]:
+def targets_down(
+    targets: Sequence[TargetHealth], via_prometheus: bool = True
+) -> list[FleetFinding]:
     out = []
     for t in targets:
         if t.health != "down" or t.kind == "other":
@@ -126,26 +128,25 @@ def targets_down(targets: Sequence[TargetHealth]) -> list[FleetFinding]:
         severity = "error" if t.kind == "vllm" else "warning"
         what = "vLLM server" if t.kind == "vllm" else "DCGM exporter"
         evidence = (f"job {t.job}, instance {t.instance}: {t.last_error or 'no error given'}",)
-        finding = Finding(
-            "fleet-target-down",
-            None,
-            severity,
-            f"Prometheus marks {what} {t.instance} down",
-            evidence,
+        title = (
+            f"Prometheus marks {what} {t.instance} down"
+            if via_prometheus
+            else f"{what} {t.instance} does not answer"
         )
+        finding = Finding("fleet-target-down", None, severity, title, evidence)
         out.append(FleetFinding(finding, (t.instance,) if t.kind == "vllm" else ()))
     return out
 
 
 def diagnose_fleet(
-    servers: Sequence[FleetServer], targets: Sequence[TargetHealth]
+    servers: Sequence[FleetServer], targets: Sequence[TargetHealth], via_prometheus: bool = True
 ) -> tuple[tuple[FleetServer, ...], tuple[FleetFinding, ...]]:
     """Servers with their findings attached, and the fleet-only findings."""
     fleet = (
         uneven_load(servers)
         + kv_capacity_differs(servers)
         + gpu_faults(servers)
-        + targets_down(targets)
+        + targets_down(targets, via_prometheus)
     )
     out = []
     for server in servers:
