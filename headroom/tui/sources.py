@@ -34,7 +34,6 @@ from headroom.probes.topology_verdict import TpVerdict, tp_verdicts
 from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor.journal import Journal, RunRecord
 from headroom.supervisor.restart import RestartPreview
-from headroom.supervisor.states import SupervisorEvent
 from headroom.tui.log_tail import CommandTail, FileTail
 from headroom.tui.restart_driver import drive_restart
 from headroom.tui.store import ServerInfo, Store
@@ -185,28 +184,12 @@ class LiveSources(DataSources):
         self._reported_at: float | None = None
         self._nvml_probe: NvmlProbe | None = None
         self._start_error: str | None = None
-        self._event_listeners: list[EventListener] = []
         self._supervisor_lines: list[str] = []
         self._log_subscribed = False
-        if supervisor is not None:
-            self._chain_events(supervisor)
-
-    def _chain_events(self, supervisor: SupervisedServer) -> None:
-        """Listen to the supervisor's events without displacing a listener it already has."""
-        previous = supervisor.on_event
-        listeners = self._event_listeners
-
-        def fan_out(event: SupervisorEvent) -> None:
-            if previous is not None:
-                previous(event)
-            for listener in list(listeners):
-                listener(event)
-
-        supervisor.on_event = fan_out
 
     def on_supervisor_event(self, callback: EventListener) -> None:
         if self.supervisor is not None:
-            self._event_listeners.append(callback)
+            self.supervisor.subscribe(callback)  # beside any listener it has already
 
     # -- server -----------------------------------------------------------------------
     def current_command(self) -> VllmCommand | None:

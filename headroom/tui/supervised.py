@@ -27,9 +27,6 @@ LogListener = Callable[[list[str]], None]
 class SupervisedServer(Protocol):
     """A vLLM server under a supervisor: its state, log, journal, and the actions on it."""
 
-    # Set by the TUI to fan supervisor events out to its own listeners (see LiveSources).
-    on_event: EventListener | None
-
     @property
     def command(self) -> VllmCommand: ...  # the command line running now (restarts change it)
 

@@ -107,13 +107,21 @@ class FakeSupervisor:
         self.url = "http://127.0.0.1:9"
         self.state = "ready"
         self.adopted = False
-        self.on_event = None
         self.failure_reason = None
+        self.listeners = []
         self.digest = LogDigest()
         self.log_lines = ()
 
     def subscribe_log(self, callback):
         pass
+
+    def subscribe(self, listener):
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def emit(self, event):
+        for listener in list(self.listeners):
+            listener(event)
 
     async def stop(self):
         self.calls.append("stop")
@@ -182,8 +190,8 @@ async def test_supervisor_events_reach_the_dashboard_events_panel():
     app, sup = supervised_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        sup.on_event(SimpleNamespace(kind="restart", message="restart: + max_num_seqs 32"))
-        sup.on_event(SimpleNamespace(kind="state", message="ready -> stopping"))  # not a notice
+        sup.emit(SimpleNamespace(kind="restart", message="restart: + max_num_seqs 32"))
+        sup.emit(SimpleNamespace(kind="state", message="ready -> stopping"))  # not a notice
         await pilot.pause()
         kinds = [entry.kind for entry in app.store.events]
         assert kinds == ["headroom restart"]
