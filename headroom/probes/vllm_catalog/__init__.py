@@ -25,9 +25,9 @@ Origins (how the text reaches a log, which decides how it is checked, see `class
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from headroom.probes.vllm_catalog import client, failures, runtime, startup
 from headroom.probes.vllm_catalog.provenance import PROVENANCE
+from headroom.probes.vllm_catalog.signature import NOT_CONFIG, Signature
 
 __all__ = [
     "NOT_CONFIG",
@@ -69,8 +69,6 @@ RELEASES: dict[str, dict[str, str]] = {
                "commit": "4ba787ec9"},
 }  # fmt: skip
 
-NOT_CONFIG = "not a configuration problem (upgrade / known bug)"
-
 # The prefixes vLLM's lines are printed with, by era (vllm/logger.py _FORMAT of each
 # release; process tags from multiproc_worker_utils._add_prefix (V0), multiproc_executor
 # (V1: "VllmWorker rank=N" in 0.8-0.9, "Worker_TPn" since 0.10), core.py ("EngineCore_DPn"),
@@ -91,35 +89,6 @@ PREFIX_FORMS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Signature:
-    """One text of the catalog (see the module docstring)."""
-
-    id: str
-    kind: str | None  # the LogEvent kind; None: recognised, never an event
-    severity: str  # "info" | "warning" | "error"
-    needles: tuple[str, ...]  # at least one must be in the message
-    pattern: str | None = None  # regex for the fields (searched in the message)
-    extract: str | None = None  # name of a field extractor (vllm_log_fields.EXTRACTORS)
-    require_match: bool = True  # False: the needle alone classifies, the regex adds fields
-    origin: str = "log"
-    probe: tuple[str, ...] = ()  # literal pieces of the source text (provenance lookup)
-    fields: tuple[str, ...] = ()  # the numbers/values it carries
-    feeds: str = ""  # the doctor rule / fact it feeds, or NOT_CONFIG
-    examples: tuple[str, ...] = ()  # real messages (without prefix)
-    library: str = ""  # for non-vLLM origins: which library prints it
-    quoted: bool = False  # the text itself sits inside quotes (Triton's ValueError("..."))
-    # filled from provenance.py:
-    releases: tuple[str, ...] = ()  # releases read that contain the text
-    sources: tuple[str, ...] = ()  # "release: path:line" in vLLM's source
-    printed_by: tuple[str, ...] = ()  # file names in the prefix of a logger line
-
-    @property
-    def anywhere(self) -> bool:
-        """Printed by something other than one known vLLM logger call."""
-        return self.origin != "log"
-
-
 def _with_provenance(sig: Signature) -> Signature:
     found = PROVENANCE.get(sig.id)
     if found is None:
@@ -136,8 +105,6 @@ def _with_provenance(sig: Signature) -> Signature:
 
 
 def _load() -> tuple[Signature, ...]:
-    from headroom.probes.vllm_catalog import client, failures, runtime, startup
-
     entries = (*client.ENTRIES, *startup.ENTRIES, *failures.ENTRIES, *runtime.ENTRIES)
     return tuple(_with_provenance(s) for s in entries)
 

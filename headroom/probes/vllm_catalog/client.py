@@ -4,7 +4,7 @@ their kind is None. First in match order."""
 
 from __future__ import annotations
 
-from headroom.probes.vllm_catalog import Signature as S
+from headroom.probes.vllm_catalog.signature import Signature as S
 
 _NEVER = "never an event: the line quotes a client's prompt, body or output"
 

@@ -3,8 +3,8 @@ configuration), in match order: specific causes before the generic ones."""
 
 from __future__ import annotations
 
-from headroom.probes.vllm_catalog import NOT_CONFIG
-from headroom.probes.vllm_catalog import Signature as S
+from headroom.probes.vllm_catalog.signature import NOT_CONFIG
+from headroom.probes.vllm_catalog.signature import Signature as S
 
 _OOM_TAIL = ("If reserved but unallocated memory is large try setting "
              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")  # fmt: skip

@@ -3,8 +3,8 @@ errors, and the request log (client text, never an event). In match order."""
 
 from __future__ import annotations
 
-from headroom.probes.vllm_catalog import NOT_CONFIG
-from headroom.probes.vllm_catalog import Signature as S
+from headroom.probes.vllm_catalog.signature import NOT_CONFIG
+from headroom.probes.vllm_catalog.signature import Signature as S
 
 ENTRIES: tuple[S, ...] = (
     # --- shared memory, NCCL, Gloo, Ray -----------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headroom.probes.vllm_catalog import Signature as S
+from headroom.probes.vllm_catalog.signature import Signature as S
 
 _GIB = r"([\d.]+) ?GiB"
 
