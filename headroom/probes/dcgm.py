@@ -24,9 +24,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from headroom.probes.bounded_http import BoundedReadError, bounded_get
 from headroom.probes.metrics_parse import parse_exposition
 
 SENTINEL_MIN = 9223372036854775792.0
+MAX_BODY_BYTES = 32 * 1024 * 1024  # 8 GPUs x 25 families is ~100 KB; MIG hosts a few times that
 FIELDS = {
     "DCGM_FI_DEV_GPU_UTIL": "util_pct",
     "DCGM_FI_DEV_FB_USED": "fb_used_mib",
@@ -196,18 +198,27 @@ class DcgmProbe:
 
     async def scrape(self) -> DcgmScrape:
         now = time.monotonic()
+        chunks: list[str] = []
         try:
             if self._client is None:
                 local = (urlsplit(self.url).hostname or "") in ("127.0.0.1", "localhost", "::1")
                 self._client = httpx.AsyncClient(timeout=self.timeout_s, trust_env=not local)
-            response = await self._client.get(self.url, timeout=self.timeout_s)
+            answer = await bounded_get(
+                self._client,
+                self.url,
+                deadline_s=self.timeout_s,
+                max_bytes=MAX_BODY_BYTES,
+                sink=chunks.append,
+            )
+        except BoundedReadError as error:
+            return DcgmScrape(now, self.url, False, str(error), ())
         except httpx.HTTPError as error:
             reason = str(error).strip() or type(error).__name__
             return DcgmScrape(now, self.url, False, f"cannot reach {self.url}: {reason}", ())
-        if response.status_code != 200:
-            message = f"{self.url} answered HTTP {response.status_code}"
+        if answer.status != 200:
+            message = f"{self.url} answered HTTP {answer.status}"
             return DcgmScrape(now, self.url, False, message, ())
-        gpus = parse_dcgm_text(response.text, self.instance)
+        gpus = parse_dcgm_text("".join(chunks), self.instance)
         if not gpus:
             return DcgmScrape(now, self.url, False, f"{self.url} has no DCGM GPU series", ())
         marked = tuple(self._throttle(g) for g in gpus)

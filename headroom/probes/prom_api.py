@@ -15,7 +15,7 @@ timeout or a refused connection all come back as a PromAnswer with `ok=False` an
 
 from __future__ import annotations
 
-import json
+import asyncio
 import math
 import time
 from collections.abc import Mapping
@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from headroom.probes.metrics import normalize_base_url
+from headroom.probes.untrusted_json import UntrustedJsonError, loads_bounded
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -109,8 +110,8 @@ class TargetList:
 def parse_answer(status_code: int, body: bytes | str) -> PromAnswer:
     """The envelope of one API answer, whatever came back. Never raises."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        data = loads_bounded(body, max_bytes=MAX_BODY_BYTES, what="Prometheus answer")
+    except UntrustedJsonError:
         head = (body[:120] if isinstance(body, str) else body[:120].decode("latin-1")).strip()
         return PromAnswer(
             False,
@@ -242,17 +243,31 @@ class PrometheusClient:
         return await self._request("GET", path, params=params)
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> PromAnswer:
+        """One API call, its body read up to MAX_BODY_BYTES within the timeout. Error answers
+        (400, 422, 503...) carry the envelope that says why, so their bodies are read too."""
         self.requests_made += 1
+        url = self.url + path
+        chunks: list[bytes] = []
+        size = 0
         try:
-            response = await self._get_client().request(method, self.url + path, **kwargs)
+            async with asyncio.timeout(self.timeout_s + 5):
+                async with self._get_client().stream(method, url, **kwargs) as response:
+                    async for chunk in response.aiter_bytes():
+                        size += len(chunk)
+                        if size > MAX_BODY_BYTES:
+                            return PromAnswer(
+                                False, error=f"{url} answered over {MAX_BODY_BYTES:,} bytes"
+                            )
+                        chunks.append(chunk)
+                    status = response.status_code
+        except TimeoutError:
+            return PromAnswer(False, error=f"{self.url} did not answer within {self.timeout_s:g} s")
         except httpx.TimeoutException:
             return PromAnswer(False, error=f"{self.url} did not answer within {self.timeout_s:g} s")
         except httpx.HTTPError as error:
             reason = str(error).strip() or type(error).__name__
             return PromAnswer(False, error=f"cannot reach Prometheus at {self.url}: {reason}")
-        if len(response.content) > MAX_BODY_BYTES:
-            return PromAnswer(False, error=f"{self.url}{path} answered over 64 MiB")
-        return parse_answer(response.status_code, response.content)
+        return parse_answer(status, b"".join(chunks))
 
     def _get_client(self) -> httpx.AsyncClient:
         if self._client is None:

@@ -134,3 +134,26 @@ def test_odd_shapes_inside_a_success_envelope(kind, result) -> None:
     for _, points in answer.matrix():
         assert all(isinstance(t, float) for t, _ in points)
     parse_targets(answer)
+
+
+async def test_oversized_and_deeply_nested_answers_are_refused(monkeypatch) -> None:
+    import httpx
+
+    from headroom.probes import prom_api
+    from headroom.probes.prom_api import PrometheusClient
+
+    deep = ("[" * 1500 + "]" * 1500).encode()
+    big = b'{"status":"success","data":{"resultType":"vector","result":[' + b" " * 5000 + b"]}}"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=deep if "deep" in str(request.url) else big)
+
+    monkeypatch.setattr(prom_api, "MAX_BODY_BYTES", 4096)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    prom = PrometheusClient("http://prom:9090", client=client)
+    too_big = await prom.query("up")
+    assert not too_big.ok and "over 4,096 bytes" in too_big.describe()
+    prom.url = "http://prom:9090/deep"
+    nested = await prom.query("up")
+    assert not nested.ok and "not a Prometheus API answer" in nested.describe()
+    await client.aclose()
