@@ -98,6 +98,12 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading: what a bounded reader should do
 
+    def do_POST(self) -> None:  # noqa: N802 (a form POST, e.g. Prometheus's query API)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.do_GET()
+
     def head(self, status: int, content_type: str, length: int | None = None, **extra) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
