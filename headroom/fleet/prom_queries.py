@@ -63,16 +63,20 @@ def vllm_gauges() -> str:
 
 
 # The labels Headroom reads from dcgm-exporter series (fleet-facts.md 1). Grouping by them
-# (and the metric name) drops the rest (device, driver version, container, pod_uid...):
-# a third less JSON for 512 GPUs, same values (one series per GPU and metric).
+# drops the rest (device, driver version, container, pod_uid...): a third less JSON for 512
+# GPUs, same values (one series per GPU and metric). The metric name is copied into
+# `hr_metric` first, because an aggregation keeps no __name__ (grouping by __name__ itself
+# is not something to rely on across 2.x and 3.x).
 DCGM_LABELS = (
-    "__name__, instance, job, Hostname, hostname, gpu, UUID, uuid, GPU_I_ID, GPU_I_PROFILE, "
+    "hr_metric, instance, job, Hostname, hostname, gpu, UUID, uuid, GPU_I_ID, GPU_I_PROFILE, "
     "modelName, pci_bus_id, pod, namespace, pod_name, pod_namespace, err_msg"
 )
+METRIC = "hr_metric"
 
 
 def dcgm_gauges() -> str:
-    return f"max by ({DCGM_LABELS}) ({_names(DCGM_GAUGES)})"
+    named = f'label_replace({_names(DCGM_GAUGES)}, "{METRIC}", "$1", "__name__", "(.+)")'
+    return f"max by ({DCGM_LABELS}) ({named})"
 
 
 def vllm_rates(w: str) -> str:

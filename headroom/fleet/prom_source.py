@@ -156,7 +156,9 @@ def _server_samples(
 
 
 def _gpus(dcgm: list, throttle: PromAnswer):
-    gpus = gpus_from_samples((labels.get("__name__", ""), labels, v) for labels, v in dcgm)
+    gpus = gpus_from_samples(
+        (labels.get(Q.METRIC) or labels.get("__name__", ""), labels, v) for labels, v in dcgm
+    )
     reasons: dict[tuple, list[str]] = {}
     for labels, value in throttle.vector():
         key = (labels.get("instance"), labels.get("gpu"), labels.get("UUID") or labels.get("uuid"))
