@@ -84,7 +84,19 @@ class PrometheusSource:
         dcgm_vector = dcgm.vector()
         dcgm_jobs = {labels.get("job") for labels, _ in dcgm_vector}
         health = tuple(
-            TargetHealth(t.job, t.instance, _kind(t, vllm_jobs, dcgm_jobs), t.health, t.last_error)
+            TargetHealth(
+                t.job,
+                t.instance,
+                _kind(
+                    t,
+                    set(samples),
+                    {labels.get("instance") for labels, _ in dcgm_vector},
+                    vllm_jobs,
+                    dcgm_jobs,
+                ),
+                t.health,
+                t.last_error,
+            )
             for t in targets.targets
         )
         parts = []
@@ -213,10 +225,20 @@ def _base_url(target: Target | None) -> str | None:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _kind(t: Target, vllm_jobs: set, dcgm_jobs: set) -> str:
-    name = f"{t.job} {t.scrape_pool}".lower()
+def _kind(
+    t: Target, vllm_instances: set, dcgm_instances: set, vllm_jobs: set, dcgm_jobs: set
+) -> str:
+    """What a target is: by the series it serves; for one without fresh series (down), by
+    its path and job (a job may mix vLLM and exporters: the path tells them apart)."""
+    if t.instance in vllm_instances:
+        return "vllm"
+    if t.instance in dcgm_instances:
+        return "dcgm"
+    name = f"{t.job} {t.scrape_pool} {t.scrape_url}".lower()
+    if "dcgm" in name or ":9400" in t.scrape_url:  # dcgm-exporter's default port
+        return "dcgm"
     if t.job in vllm_jobs or "vllm" in name:
         return "vllm"
-    if t.job in dcgm_jobs or "dcgm" in name:
+    if t.job in dcgm_jobs:
         return "dcgm"
     return "other"

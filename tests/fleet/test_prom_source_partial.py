@@ -116,3 +116,38 @@ async def test_partial_answers_still_give_the_servers_and_say_what_failed() -> N
     assert "throttling query: HTTP 502" in text
     assert snap.requests_made == 7
     assert json.dumps([w for w in snap.warnings])  # plain strings
+
+
+def test_target_kind_by_its_series_then_path_then_job() -> None:
+    from headroom.fleet.prom_source import _kind
+    from headroom.probes.prom_api import Target
+
+    def target(instance: str, job: str, url: str) -> Target:
+        return Target(job, url, {"instance": instance, "job": job}, "down", "", None, 15.0)
+
+    mixed_job = {"gpu-nodes"}
+    # one job scraping both vLLM and the exporter: the down exporter is not a vLLM server
+    assert (
+        _kind(
+            target("h:9400", "gpu-nodes", "http://h:9400/metrics"),
+            set(),
+            set(),
+            mixed_job,
+            mixed_job,
+        )
+        == "dcgm"
+    )
+    assert (
+        _kind(
+            target("h:8000", "gpu-nodes", "http://h:8000/metrics"), set(), set(), mixed_job, set()
+        )
+        == "vllm"
+    )
+    assert (
+        _kind(target("h:8000", "x", "http://h:8000/metrics"), {"h:8000"}, set(), set(), set())
+        == "vllm"
+    )
+    assert (
+        _kind(target("n:9100", "node", "http://n:9100/metrics"), set(), set(), set(), set())
+        == "other"
+    )
