@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from headroom.doctor import DoctorInputs, diagnose
+from headroom.doctor.findings import Diagnosis
 from headroom.fleet.export import ExporterThread
 from headroom.fleet.model import FleetServer, FleetSnapshot
 from headroom.fleet.report import COLUMNS, server_cells
@@ -28,6 +29,7 @@ from headroom.probes.dcgm import DcgmGpu
 from headroom.probes.metrics_types import EngineMetrics, ServerMetrics
 from headroom.probes.nvml_types import GpuReading, GpuSnapshot
 from headroom.probes.safe_text import safe_text
+from headroom.probes.server_info import ServerInfo as ReportedInfo
 from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
 from headroom.tui.app import HeadroomApp
 from headroom.tui.sources import DataSources
@@ -35,6 +37,14 @@ from headroom.tui.store import ServerInfo, Store
 from headroom.tui.widgets.keyed_table import sync_rows
 
 MIB = 1024 * 1024
+
+
+class FleetSource(Protocol):
+    """What the fleet screens read: `headroom.fleet`'s DirectSource and PrometheusSource."""
+
+    async def refresh(self) -> FleetSnapshot: ...
+
+    async def aclose(self) -> None: ...
 
 
 class FleetApp(App[str | None]):
@@ -53,7 +63,11 @@ class FleetApp(App[str | None]):
     ]
 
     def __init__(
-        self, source: Any, interval: float = 2.0, exporter: Any = None, theme: str | None = None
+        self,
+        source: FleetSource,
+        interval: float = 2.0,
+        exporter: ExporterThread | None = None,
+        theme: str | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -157,16 +171,16 @@ class FleetServerSources(DataSources):
     has_logs = False
     can_restart = False
 
-    def __init__(self, source: Any, instance: str) -> None:
+    def __init__(self, source: FleetSource, instance: str) -> None:
         self.source = source
         self.instance = instance
         self.server: FleetServer | None = None
-        self.reported: Any = None
+        self.reported: ReportedInfo | None = None
 
     def server_info(self) -> ServerInfo:
         return ServerInfo(url=self.instance, state="unknown")
 
-    async def scrape_metrics(self) -> Any:
+    async def scrape_metrics(self) -> ServerMetrics | None:
         snap = await self.source.refresh()
         self.server = snap.server(self.instance)
         if self.server is None:
@@ -177,7 +191,7 @@ class FleetServerSources(DataSources):
         self.reported = self.server.info
         return self.server.metrics
 
-    async def sample_gpus(self) -> Any:
+    async def sample_gpus(self) -> GpuSnapshot | None:
         server = self.server
         if server is None or not server.gpus:
             return GpuSnapshot(
@@ -185,12 +199,12 @@ class FleetServerSources(DataSources):
             )
         return dcgm_snapshot(server.gpus)
 
-    def diagnose(self, store: Store) -> Any:
+    def diagnose(self, store: Store) -> Diagnosis:
         extra = {"server_info": self.reported} if self.reported is not None else {}
         return diagnose(
             DoctorInputs(
                 metrics_history=tuple(store.metrics_history)[-60:],
-                vllm_version=getattr(self.reported, "version", None),
+                vllm_version=self.reported.version if self.reported is not None else None,
                 extra=extra,
             )
         )
@@ -251,7 +265,7 @@ def _bytes(mib: float | None) -> int | None:
 
 
 def run_fleet_tui(
-    make_source: Callable[[], Any],
+    make_source: Callable[[], FleetSource],
     interval: float,
     export_port: int | None = None,
     theme: str | None = None,

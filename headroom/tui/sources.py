@@ -376,6 +376,5 @@ class LiveSources(DataSources):
             await self._metrics_probe.aclose()
         if self.supervisor is not None and self.stop_on_exit:
             await self.supervisor.stop()
-        metrics = getattr(self.supervisor, "metrics", None)
-        if metrics is not None:
-            await metrics.aclose()
+        if self.supervisor is not None:
+            await self.supervisor.metrics.aclose()

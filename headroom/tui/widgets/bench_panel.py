@@ -27,20 +27,27 @@ from headroom.bench.stats import StepResult
 from headroom.bench.workload import BUILTIN_MIXES, builtin_distribution
 from headroom.tui.format import escape_markup
 
-# (header, attribute, format kind): the columns that fit 80 columns.
-TABLE_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("conc", "concurrency", "int"),
-    ("out tok/s", "output_tokens_per_s", "rate0"),
-    ("req/s", "requests_per_s", "rate"),
-    ("TTFT p95", "ttft_p95", "ms"),
-    ("ITL p95", "itl_p95", "ms"),
-    ("e2e p95", "e2e_p95", "s"),
-    ("err", "errors", "int"),
-    ("KV peak", "kv_usage_peak", "pct"),
-    ("preempt", "preemptions", "int"),
-    ("wait", "waiting_peak", "int"),
-    ("GPU mem", "gpu_memory_peak_bytes", "gib"),
+StepValue = Callable[[StepResult], float | None]
+
+# (header, the step's value, format kind): the columns that fit 80 columns.
+TABLE_COLUMNS: tuple[tuple[str, StepValue, str], ...] = (
+    ("conc", lambda s: s.concurrency, "int"),
+    ("out tok/s", lambda s: s.output_tokens_per_s, "rate0"),
+    ("req/s", lambda s: s.requests_per_s, "rate"),
+    ("TTFT p95", lambda s: s.ttft_p95, "ms"),
+    ("ITL p95", lambda s: s.itl_p95, "ms"),
+    ("e2e p95", lambda s: s.e2e_p95, "s"),
+    ("err", lambda s: s.errors, "int"),
+    ("KV peak", lambda s: s.kv_usage_peak, "pct"),
+    ("preempt", lambda s: s.preemptions, "int"),
+    ("wait", lambda s: s.waiting_peak, "int"),
+    ("GPU mem", lambda s: s.gpu_memory_peak_bytes, "gib"),
 )
+# latency_series' choice of plotted latency -> the step's value
+LATENCY_VALUE: dict[str, StepValue] = {
+    "e2e_p95": lambda s: s.e2e_p95,
+    "ttft_p95": lambda s: s.ttft_p95,
+}
 PLOT_HEIGHT = 5
 
 
@@ -317,7 +324,7 @@ class BenchPanel(VerticalScroll):
                 plot_markup(
                     f"{name} p95 (s)",
                     steps,
-                    [getattr(s, attr) for s in steps],
+                    [LATENCY_VALUE[attr](s) for s in steps],
                     knee_index,
                     lambda v: f"{v:.2f}",
                 )
@@ -343,7 +350,7 @@ class BenchPanel(VerticalScroll):
             table.remove_row(stale)
         for step in steps:
             key = str(step.concurrency)
-            cells = [fmt(getattr(step, attr), kind) for _, attr, kind in TABLE_COLUMNS]
+            cells = [fmt(value(step), kind) for _, value, kind in TABLE_COLUMNS]
             if step.concurrency == knee_concurrency:
                 cells[0] += "*"
             if key in {k.value for k in table.rows}:
