@@ -27,14 +27,40 @@ def _compact(actions) -> tuple[Action, ...]:
     return tuple(a for a in actions if a is not None)
 
 
+def _ledger_refusal(ctx) -> tuple[dict, str] | None:
+    """The refusal's numbers from the memory ledger, when no line said it in a known wording:
+    a start that never became ready whose KV cache holds fewer tokens (or GiB) than one
+    max_model_len sequence needs (probes/memory_ledger.py)."""
+    facts = ctx.facts
+    ledger = getattr(facts, "ledger", None)
+    if ledger is None or facts.ready or not ledger.max_model_len:
+        return None
+    short_tokens = ledger.kv_deficit_tokens
+    short_gib = ledger.kv_deficit_gib
+    if not ((short_tokens is not None and short_tokens > 0) or (short_gib or 0) > 0.005):
+        return None
+    nums: dict = {"max_seq_len": ledger.max_model_len}
+    fit = ledger.fit_max_len if ledger.fit_max_len is not None else ledger.kv_capacity_tokens
+    if ledger.kv_needed_gib is not None and ledger.kv_gib is not None:
+        nums.update(needed_gib=ledger.kv_needed_gib, available_gib=ledger.kv_gib)
+    if fit is not None:
+        nums.update(estimated_max_len=fit, kv_tokens=fit)
+    held = f"{fit:,} tokens" if fit is not None else f"{ledger.kv_gib:.2f} GiB"
+    line = f"the log's memory numbers: the KV cache holds {held}, max_model_len is {ledger.max_model_len:,}"
+    return nums, line
+
+
 def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
     out = []
-    for event in ctx.of("max_seq_len_exceeds_kv")[:1]:
+    refusals = [(e.fields, e.line.strip()) for e in ctx.of("max_seq_len_exceeds_kv")[:1]]
+    if not refusals and not ctx.of("cuda_oom", "no_cache_memory"):
+        found = _ledger_refusal(ctx)
+        refusals = [found] if found else []
+    for nums, first_line in refusals:
         # V1: needed_gib, available_gib, estimated_max_len; V0: kv_tokens (= the estimate)
-        nums = event.fields
         max_len = int(nums.get("max_seq_len") or ctx.knobs.max_model_len or 0)
         estimate = nums.get("estimated_max_len") or nums.get("kv_tokens")
-        evidence = [event.line.strip()]
+        evidence = [first_line]
         extra = None
         if nums.get("needed_gib", 0) > nums.get("available_gib", 0) and "available_gib" in nums:
             extra = nums["needed_gib"] - nums["available_gib"]
@@ -102,10 +128,22 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
 
 def no_cache_memory(ctx) -> list[Finding]:
     events = ctx.of("no_cache_memory")
-    zero = [line for line in ctx.raw_lines if "# GPU blocks: 0," in line]  # V0's way of saying it
-    if not events and not zero:
+    # Or the numbers say it, whatever the wording: V0's "# GPU blocks: 0", a negative KV
+    # budget ("the rest of the memory reserved for KV Cache is -1.2GiB"), in a start that
+    # never became ready.
+    ledger = getattr(ctx.facts, "ledger", None)
+    by_numbers = ledger is not None and ledger.no_kv_memory and not ctx.facts.ready
+    if not events and not by_numbers:
         return []
-    evidence = [events[0].line.strip() if events else zero[0].strip()]
+    if events or ledger is None:
+        evidence = [events[0].line.strip()]
+    else:
+        blocks = ctx.of("kv_cache_blocks")
+        evidence = [
+            blocks[-1].line.strip()
+            if blocks and ledger.gpu_blocks == 0
+            else f"the log's memory numbers: KV cache budget {ledger.kv_gib} GiB"
+        ]
     acc = ctx.account
     if acc is not None:
         evidence.append(

@@ -13,12 +13,14 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from headroom.probes.memory_ledger import LedgerBuilder, MemoryLedger
 from headroom.probes.vllm_log_patterns import KINDS, LogEvent, classify_line, strip_ansi
 
 __all__ = [
     "KINDS",
     "LogDigest",
     "LogEvent",
+    "MemoryLedger",
     "StartupFacts",
     "classify_line",
     "digest_lines",
@@ -41,6 +43,10 @@ _FAILURE_RANK = {
         ]
     )
 }  # fmt: skip
+
+
+_START_KINDS = ("version", "non_default_args")
+_MAX_LEDGERS = 16
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,8 @@ class StartupFacts:
     shut_down: bool = False  # the server logged a (graceful) shutdown
     # NCCL transports seen (NCCL_DEBUG=INFO): p2p, shm, net_socket, net_ib
     nccl_paths: tuple[str, ...] = ()
+    # Every memory number of the latest start, whatever line gave it (probes/memory_ledger)
+    ledger: MemoryLedger = field(default_factory=MemoryLedger)
 
 
 class LogDigest:
@@ -87,6 +95,8 @@ class LogDigest:
         self._facts: dict[str, object] = {}
         self._seen_failures: dict[tuple, LogEvent] = {}
         self._seen_warnings: dict[tuple, LogEvent] = {}
+        self._ledgers: list[LedgerBuilder] = [LedgerBuilder()]
+        self._ledger_has_memory = False
 
     def feed(self, line: str) -> LogEvent | None:
         """Read one line (a trailing newline is fine); returns its event, if any."""
@@ -113,6 +123,23 @@ class LogDigest:
         if len(self.events) > self._max_events:
             self._trim()
         self._update_facts(event)
+        self._update_ledger(event)
+
+    def _update_ledger(self, event: LogEvent) -> None:
+        # A new start (the version banner or the flags line) after memory numbers were read
+        # opens a new ledger: one per start, the latest one in facts().
+        if event.kind in _START_KINDS:
+            if self._ledger_has_memory:
+                self._ledgers.append(LedgerBuilder())
+                del self._ledgers[:-_MAX_LEDGERS]
+                self._ledger_has_memory = False
+        elif event.kind not in ("max_model_len", "stats"):
+            self._ledger_has_memory = True
+        self._ledgers[-1].update(event)
+
+    def ledgers(self) -> tuple[MemoryLedger, ...]:
+        """One memory ledger per start seen (the last few), oldest first."""
+        return tuple(b.ledger() for b in self._ledgers if b.has_numbers)
 
     def _trim(self) -> None:
         keep_info = self._max_events // 2
@@ -184,6 +211,7 @@ class LogDigest:
             **self._facts,  # type: ignore[arg-type]
             failures=tuple(failures),
             warnings=tuple(self._seen_warnings.values()),
+            ledger=self._ledgers[-1].ledger(),
         )
 
     def of_kind(self, *kinds: str) -> list[LogEvent]:

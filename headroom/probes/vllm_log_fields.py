@@ -153,7 +153,7 @@ def _config_value(text: str, pattern: re.Pattern[str]) -> str | None:
 
 def engine_config_fields(match: re.Match[str]) -> dict[str, object]:
     text = match.string
-    out: dict[str, object] = {"version": match.group("version")}
+    out: dict[str, object] = {"version": match.group("version")}  # None before 0.4
     model = re.search(r"model='([^']*)'", text)
     if model:
         out["model"] = model.group(1)

@@ -143,7 +143,7 @@ KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in RULES if rule
 # them is its own key, so a new rule needs no new key to be found.
 _KEYS = ("emor", "rror", "ted ", "ing ", "tion", "mode", "fail", "ble ", " blo", "Cust", "NCCL",
          "died", "ered", "devi", " arg", " ver", "che ", "g an", "e /d", " % t", "upt:", "med ",
-         "q le", "um c", "t th", "e (v", "nt c")  # fmt: skip
+         "um c", "t th", "nt c")  # fmt: skip
 
 
 def _needle_index(rules: tuple[_Rule, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:

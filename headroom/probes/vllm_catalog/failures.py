@@ -11,7 +11,7 @@ _OOM_TAIL = ("If reserved but unallocated memory is large try setting "
 
 ENTRIES: tuple[S, ...] = (
     # --- KV cache and memory --------------------------------------------------------------
-    S("v1_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("max seq len (",),
+    S("v1_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("KV cache is needed",),
       r"the models?'s max seq len \((?P<max_seq_len>\d+)\), \((?P<needed_gib>[\d.]+) Gi?B KV cache is needed, "
       r"which is larger than the available KV cache memory \((?P<available_gib>[\d.]+) Gi?B\)\."
       r"(?: Based on the available memory, the estimated maximum model length is (?P<estimated_max_len>\d+))?",
@@ -27,7 +27,7 @@ ENTRIES: tuple[S, ...] = (
                 "(which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when "
                 "initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
                 "more details.")),
-    S("v0_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("max seq len (",),
+    S("v0_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("can be stored in KV cache",),
       r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that "
       r"can be stored in KV cache \((?P<estimated_max_len>\d+)\)", "v0_max_seq_len",
       origin="raise", probe=("is larger than the maximum number of tokens that can be stored in KV cache",),

@@ -47,9 +47,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('api_server.py', 'api_utils.py', 'run_batch.py', 'startup.py'),
     ),
     'engine_config': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.4.3: vllm/engine/llm_engine.py:162',
+            '0.3.3: vllm/engine/llm_engine.py:88',
             '0.6.4.post1: vllm/engine/llm_engine.py:250, vllm/v1/engine/core.py:57',
             '0.9.2: vllm/engine/llm_engine.py:231, vllm/logging_utils/dump_input.py:70, vllm/v1/engine/core.py:69',
             '0.11.0: vllm/logging_utils/dump_input.py:70, vllm/v1/engine/core.py:77',
@@ -150,9 +150,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('distributed_gpu_executor.py', 'executor_base.py', 'gpu_executor.py', 'kv_cache_utils.py'),
     ),
     'graph_capturing_finished': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.4.3: vllm/worker/model_runner.py:924',
+            '0.3.3: vllm/worker/model_runner.py:756',
             '0.6.4.post1: vllm/v1/worker/gpu_model_runner.py:595, vllm/worker/model_runner.py:1518',
             '0.11.0: vllm/v1/worker/gpu_model_runner.py:3480',
             '0.32.0: vllm/v1/worker/gpu/model_runner.py:1128, vllm/v1/worker/gpu_model_runner.py:6582',
@@ -203,14 +203,15 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('worker.py',),
     ),
     'v0_gpu_blocks': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
         (
+            '0.3.3: vllm/engine/llm_engine.py:357',
             '0.4.3: vllm/executor/distributed_gpu_executor.py:56, vllm/executor/gpu_executor.py:83',
             '0.5.5: vllm/executor/distributed_gpu_executor.py:56, vllm/executor/gpu_executor.py:121, vllm/executor/ray_tpu_executor.py:240, vllm/executor/tpu_executor.py:79',
             '0.6.4.post1: vllm/executor/distributed_gpu_executor.py:57, vllm/executor/gpu_executor.py:113, vllm/executor/hpu_executor.py:79, vllm/executor/ray_tpu_executor.py:290',
             '0.7.3: vllm/executor/executor_base.py:111',
         ),
-        ('distributed_gpu_executor.py', 'executor_base.py', 'gpu_executor.py', 'hpu_executor.py', 'ray_tpu_executor.py', 'tpu_executor.py'),
+        ('distributed_gpu_executor.py', 'executor_base.py', 'gpu_executor.py', 'hpu_executor.py', 'llm_engine.py', 'ray_tpu_executor.py', 'tpu_executor.py'),
     ),
     'server_starting': (
         ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
@@ -228,9 +229,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'stats': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.4.3: vllm/engine/metrics.py:342',
+            '0.3.3: vllm/engine/metrics.py:214',
             '0.7.3: vllm/engine/metrics.py:456, vllm/v1/metrics/loggers.py:79',
             '0.32.0: vllm/v1/metrics/loggers.py:283',
         ),
@@ -244,16 +245,16 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('scheduler.py',),
     ),
     'v0_prompt_exceeds_limit': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (
-            '0.4.3: vllm/core/scheduler.py:664',
+            '0.3.3: vllm/core/scheduler.py:196',
         ),
         ('scheduler.py',),
     ),
     'v0_prompt_exceeds_blocks': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (
-            '0.4.3: vllm/core/scheduler.py:679',
+            '0.3.3: vllm/core/scheduler.py:211',
         ),
         ('scheduler.py',),
     ),
@@ -284,8 +285,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'v0_max_seq_len_exceeds_kv': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (
+            '0.3.3: vllm/engine/llm_engine.py:368',
             '0.4.3: vllm/worker/cpu_worker.py:239, vllm/worker/worker.py:377',
             '0.5.5: vllm/worker/cpu_worker.py:277, vllm/worker/openvino_worker.py:259, vllm/worker/worker.py:478',
             '0.6.4.post1: vllm/v1/worker/gpu_worker.py:151, vllm/worker/cpu_worker.py:266, vllm/worker/hpu_worker.py:384, vllm/worker/openvino_worker.py:326',
@@ -296,8 +298,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'no_cache_memory': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.3.3: vllm/engine/llm_engine.py:361',
             '0.4.3: vllm/worker/cpu_worker.py:231, vllm/worker/worker.py:370',
             '0.5.5: vllm/worker/cpu_worker.py:269, vllm/worker/openvino_worker.py:251, vllm/worker/worker.py:471',
             '0.6.4.post1: vllm/v1/worker/gpu_worker.py:142, vllm/worker/cpu_worker.py:258, vllm/worker/hpu_worker.py:377, vllm/worker/openvino_worker.py:318',
@@ -353,9 +356,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'heads_not_divisible': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.4.3: vllm/config.py:233',
+            '0.3.3: vllm/config.py:213',
             '0.10.2: vllm/config/__init__.py:1357',
             '0.11.0: vllm/config/model.py:1051',
             '0.32.0: vllm/config/model.py:1549, vllm/model_executor/models/moss_audio.py:1533, vllm/model_executor/models/moss_audio.py:1542, vllm/model_executor/models/moss_audio.py:350',
@@ -364,8 +367,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'kv_heads_divide': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.3.3: vllm/model_executor/layers/quantization/marlin.py:105, vllm/model_executor/layers/quantization/marlin.py:109, vllm/model_executor/layers/quantization/marlin.py:115, vllm/model_executor/layers/quantization/marlin.py:119',
             '0.4.3: vllm/distributed/utils.py:12, vllm/model_executor/layers/quantization/gptq_marlin.py:221, vllm/model_executor/layers/quantization/gptq_marlin.py:228, vllm/model_executor/layers/quantization/gptq_marlin.py:235',
             '0.5.5: vllm/distributed/utils.py:17, vllm/distributed/utils.py:59, vllm/model_executor/layers/quantization/gptq_marlin_24.py:162, vllm/model_executor/layers/quantization/gptq_marlin_24.py:167',
             '0.6.6.post1: vllm/distributed/utils.py:22, vllm/distributed/utils.py:64, vllm/model_executor/layers/quantization/fp8.py:179, vllm/model_executor/layers/quantization/fp8.py:188',
@@ -380,8 +384,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'kv_heads_assert_source': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.3.3: vllm/model_executor/models/chatglm.py:54, vllm/model_executor/models/deepseek.py:196, vllm/model_executor/models/falcon.py:107, vllm/model_executor/models/gemma.py:92',
             '0.4.3: vllm/model_executor/models/arctic.py:233, vllm/model_executor/models/chatglm.py:53, vllm/model_executor/models/commandr.py:143, vllm/model_executor/models/deepseek.py:195',
             '0.5.5: vllm/model_executor/models/arctic.py:233, vllm/model_executor/models/chameleon.py:228, vllm/model_executor/models/chatglm.py:55, vllm/model_executor/models/commandr.py:131',
             '0.6.4.post1: vllm/model_executor/models/arctic.py:238, vllm/model_executor/models/chameleon.py:237, vllm/model_executor/models/chatglm.py:245, vllm/model_executor/models/commandr.py:136',
@@ -396,9 +401,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'pp_layers_not_divisible': (
-        ('0.4.3',),
+        ('0.3.3', '0.4.3'),
         (
-            '0.4.3: vllm/config.py:241',
+            '0.3.3: vllm/config.py:221',
         ),
         (),
     ),
@@ -419,9 +424,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'bf16_unsupported': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.4.3: vllm/worker/worker.py:360',
+            '0.3.3: vllm/worker/worker.py:301',
             '0.6.4.post1: vllm/v1/worker/gpu_worker.py:205, vllm/worker/worker.py:480',
             '0.10.2: vllm/platforms/cuda.py:577, vllm/platforms/rocm.py:496, vllm/worker/worker.py:647',
             '0.11.0: vllm/platforms/cuda.py:510, vllm/platforms/rocm.py:485',
@@ -437,8 +442,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'quantization_capability': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.3.3: vllm/model_executor/model_loader.py:53',
             '0.4.3: vllm/model_executor/model_loader/loader.py:45',
             '0.6.4.post1: vllm/config.py:2095',
             '0.7.3: vllm/config.py:3230, vllm/model_executor/layers/quantization/moe_wna16.py:52',
@@ -455,9 +461,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'max_model_len_over_derived': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.4.3: vllm/config.py:1251',
+            '0.3.3: vllm/config.py:673',
             '0.10.2: vllm/config/__init__.py:2929',
             '0.11.0: vllm/config/model.py:1895',
         ),
@@ -488,8 +494,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'custom_allreduce_disabled': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.3.3: vllm/model_executor/parallel_utils/custom_all_reduce.py:38, vllm/model_executor/parallel_utils/custom_all_reduce.py:45',
             '0.4.3: vllm/distributed/device_communicators/custom_all_reduce.py:119, vllm/distributed/device_communicators/custom_all_reduce.py:159, vllm/distributed/device_communicators/custom_all_reduce.py:168',
         ),
         ('custom_all_reduce.py',),

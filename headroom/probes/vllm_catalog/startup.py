@@ -12,15 +12,19 @@ ENTRIES: tuple[S, ...] = (
       probe=("vLLM API server version", "vLLM server version"), fields=("version", "model"),
       feeds="StartupFacts.vllm_version (doctor: version-specific advice)",
       examples=("vLLM API server version 0.6.4.post1", "vLLM server version 0.33.0, serving model Qwen/Qwen3-8B")),
-    S("engine_config", "version", "info", ("LLM engine (v",),
-      r"Initializing an? (?:V\d )?LLM engine \(v(?P<version>[^)\s]+)\) with config", "engine_config",
-      probe=("LLM engine (v",), fields=("version", "model", "tensor_parallel_size", "max_seq_len", "dtype"),
+    S("engine_config", "version", "info",
+      ("Initializing an LLM engine", "Initializing a V1 LLM engine", "Initializing a V0 LLM engine"),
+      r"Initializing an? (?:V\d )?LLM engine(?: \(v(?P<version>[^)\s]+)\))? with config", "engine_config",
+      probe=("LLM engine (v", "Initializing an LLM engine with config"), fields=("version", "model", "tensor_parallel_size", "max_seq_len", "dtype"),
       feeds="StartupFacts (version, TP, max_model_len)",
       examples=("Initializing an LLM engine (v0.6.4.post1) with config: model='meta-llama/Llama-3.1-70B', "
                 "speculative_config=None, tokenizer='meta-llama/Llama-3.1-70B', dtype=torch.bfloat16, "
                 "max_seq_len=8192, tensor_parallel_size=8, pipeline_parallel_size=1, kv_cache_dtype=auto",
                 "Initializing a V1 LLM engine (v0.10.2) with config: model='Qwen/Qwen3-8B', "
-                "max_seq_len=40960, tensor_parallel_size=2, pipeline_parallel_size=1, quantization=None")),
+                "max_seq_len=40960, tensor_parallel_size=2, pipeline_parallel_size=1, quantization=None",
+                "Initializing an LLM engine with config: model='/model_repos/CustomLLM/Qwen-7B-QAnything', "
+                "tokenizer='/model_repos/CustomLLM/Qwen-7B-QAnything', tokenizer_mode=auto, revision=None, "
+                "tokenizer_revision=None, trust_remote_code=True, dtype=torch.bfloat16, max_seq_len=4096")),
     S("banner_version", "version", "info", (" version ",), r"[█▀▄]\s+version\s+(?P<version>\S+)\s*$",
       probe=("█ ▀▄▀ █${r}  version",), fields=("version",), feeds="StartupFacts.vllm_version",
       examples=(" ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0",)),
@@ -127,8 +131,9 @@ ENTRIES: tuple[S, ...] = (
                 "model weights take 14.99GiB; non_torch_memory takes 0.35GiB; PyTorch activation peak memory "
                 "takes 8.07GiB; the rest of the memory reserved for KV Cache is -1.2GiB.")),
     S("v0_gpu_blocks", "kv_cache_blocks", "info", ("GPU blocks:", "cuda blocks:"),
-      r"# (?:GPU|cuda) blocks: (?P<gpu_blocks>\d+)(?:, # CPU blocks: (?P<cpu_blocks>\d+))?",
-      probe=("GPU blocks: %d, # CPU blocks", "blocks: %d, # CPU blocks"), fields=("gpu_blocks", "cpu_blocks"),
+      r"(?:GPU|cuda) blocks: (?P<gpu_blocks>\d+)(?:, # CPU blocks: (?P<cpu_blocks>\d+))?",
+      probe=("# GPU blocks: {num_gpu_blocks}", "GPU blocks: %d, # CPU blocks", "blocks: %d, # CPU blocks"),
+      fields=("gpu_blocks", "cpu_blocks"),
       feeds="ledger.gpu_blocks (0 blocks: no-cache-memory)",
       examples=("# GPU blocks: 3852, # CPU blocks: 4096", "# GPU blocks: 0, # CPU blocks: 256",
                 "# cuda blocks: 0, # CPU blocks: 4096")),
