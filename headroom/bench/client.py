@@ -8,7 +8,6 @@ part of any message, result or repr.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -17,6 +16,11 @@ import httpx
 
 from headroom.bench.stats import RequestResult
 from headroom.bench.workload import RequestShape, synth_prompt
+from headroom.probes.bounded_http import BoundedReadError, bounded_get
+from headroom.probes.untrusted_json import loads_bounded
+
+MAX_MODELS_BYTES = 4 << 20  # /v1/models of a server with many adapters is a few KB
+MAX_CHUNK_BYTES = 1 << 20  # one SSE chunk or error body
 
 
 class BenchError(RuntimeError):
@@ -49,21 +53,35 @@ class OpenAIClient:
 
     async def list_models(self) -> list[ServedModel]:
         url = f"{self.base_url}/v1/models"
+        chunks: list[str] = []
         try:
-            response = await self.client.get(url, headers=self._headers(), timeout=10.0)
+            # Bounded: a huge, endless or redirecting answer is an error, not a hang.
+            answer = await bounded_get(
+                self.client,
+                url,
+                deadline_s=10.0,
+                max_bytes=MAX_MODELS_BYTES,
+                sink=chunks.append,
+                headers=self._headers(),
+            )
+        except BoundedReadError as exc:
+            raise BenchError(str(exc)) from None
         except httpx.HTTPError as exc:
             raise BenchError(f"cannot reach {url}: {_describe(exc)}") from None
-        if response.status_code in (401, 403):
+        if answer.status in (401, 403):
             raise BenchError(
-                f"{url} answered HTTP {response.status_code}: the server wants an API key "
+                f"{url} answered HTTP {answer.status}: the server wants an API key "
                 "(give --api-key or set VLLM_API_KEY)"
             )
-        if response.status_code != 200:
-            raise BenchError(f"{url} answered HTTP {response.status_code}")
+        if answer.status != 200:
+            raise BenchError(f"{url} answered HTTP {answer.status}")
         try:
-            data = response.json().get("data") or []
+            listing = loads_bounded("".join(chunks), max_bytes=MAX_MODELS_BYTES, what=url)
+            data = listing.get("data") or []  # type: ignore[attr-defined]
         except (ValueError, AttributeError):
             raise BenchError(f"{url} did not answer with an OpenAI model list") from None
+        if not isinstance(data, list):
+            raise BenchError(f"{url} did not answer with an OpenAI model list")
         models = []
         for item in data:
             if isinstance(item, dict) and isinstance(item.get("id"), str):
@@ -149,8 +167,8 @@ class OpenAIClient:
         if data == "[DONE]":
             return False
         try:
-            chunk = json.loads(data)
-        except json.JSONDecodeError:
+            chunk = loads_bounded(data, max_bytes=MAX_CHUNK_BYTES, what="a stream chunk")
+        except ValueError:  # not JSON, too deep, too big: not a chunk this bench can use
             return True
         if not isinstance(chunk, dict):
             return True
@@ -198,7 +216,7 @@ def _count(value: object) -> int | None:
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     try:
-        parsed = json.loads(text)
+        parsed = loads_bounded(text, max_bytes=MAX_CHUNK_BYTES)
         if isinstance(parsed, dict):
             err = parsed.get("error", parsed)
             text = str(err.get("message", err) if isinstance(err, dict) else err)
