@@ -16,10 +16,8 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 from headroom.probes.safe_text import safe_text
-from headroom.probes.vllm_log import digest_text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,10 +40,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--topo", help="a saved `nvidia-smi topo -m` output")
     p.add_argument(
-        "--model-config", help="a local model directory or config.json (or a known model name)"
+        "--model-config",
+        help="a local model directory or config.json, a Hub id (org/name; read with "
+        "huggingface_hub, honouring HF_TOKEN and HF_HUB_OFFLINE) or a known model name",
     )
     p.add_argument(
-        "--gpus", help="COUNTxNAME[:MEMORY_GIB] when NVML is not there, e.g. 8xH100, 2xGPU:16"
+        "--gpus",
+        help="COUNTxNAME[:MEMORY_GIB] when NVML is not there, e.g. 8xH100, 2xGPU:16; "
+        "4xGPU (count only) sizes no memory but still checks heads and TP",
     )
     p.add_argument("--nodes", type=int, default=1, help="nodes the deployment spans (default 1)")
     p.add_argument(
@@ -61,131 +63,6 @@ def _split(argv: list[str]) -> tuple[list[str], list[str]]:
         i = argv.index("--")
         return argv[:i], argv[i + 1 :]
     return argv, []
-
-
-class InputError(ValueError):
-    pass
-
-
-def _read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def _metrics(sources: list[str], interval: float = 2.0) -> list:
-    if not sources:
-        return []
-    from headroom.probes.metrics import MetricsProbe
-
-    history = []
-    urls = [s for s in sources if s.startswith(("http://", "https://"))]
-    files = [s for s in sources if s not in urls]
-    if files:
-        probe = MetricsProbe("http://saved-metrics", window_s=3600)
-        for i, path in enumerate(files):
-            history.append(probe.ingest(_read_text(path), now=float(i * 10)))
-    for url in urls:
-        import asyncio
-
-        async def scrape_a_few(url=url):
-            async with MetricsProbe(url) as probe:
-                out = []
-                for i in range(3):
-                    out.append(await probe.scrape())
-                    if i < 2:
-                        await asyncio.sleep(max(interval, 0.0))
-                return out
-
-        try:
-            snaps = asyncio.run(scrape_a_few())
-        except ValueError as exc:
-            raise InputError(str(exc)) from exc
-        history.extend(snaps)
-    return history
-
-
-def build_inputs(args, vllm_argv: list[str]):
-    from headroom.doctor import DoctorInputs
-    from headroom.doctor.gpu_spec import parse_gpu_spec
-    from headroom.doctor.model_table import UnknownModelError, resolve_model
-
-    command = None
-    if vllm_argv:
-        from headroom.vllm_cmd import parse_command
-        from headroom.vllm_cmd.command import ENV_ASSIGNMENT, CommandLineError
-
-        if ENV_ASSIGNMENT.fullmatch(vllm_argv[0]):
-            # `CUDA_VISIBLE_DEVICES=0,1 vllm serve ...` pasted from a shell: the doctor only
-            # reads the line, so it is the same as `env CUDA_VISIBLE_DEVICES=0,1 vllm ...`;
-            # before bare flags the assignments say nothing about the engine.
-            i = 0
-            while i < len(vllm_argv) and ENV_ASSIGNMENT.fullmatch(vllm_argv[i]):
-                i += 1
-            rest = vllm_argv[i:]
-            vllm_argv = rest if rest and rest[0].startswith("-") else ["env", *vllm_argv]
-        try:
-            command = parse_command(vllm_argv)
-        except CommandLineError as exc:
-            # A value in another release's syntax (`--limit-mm-per-prompt image=3`) must not
-            # cost the whole diagnosis: read the line leniently. A flag without its value or
-            # an unknown launcher stays bad input.
-            if " expects " not in str(exc):
-                raise
-            command = parse_command(vllm_argv, strict=False)
-    log = None
-    if args.log:
-        text = _read_text(args.log)
-        log = digest_text(text)
-    topology = None
-    if args.topo:
-        from headroom.probes.topology import parse_topo_text
-
-        topology = parse_topo_text(_read_text(args.topo))
-    model = None
-    if args.model_config:
-        try:
-            model = resolve_model(args.model_config)
-        except UnknownModelError as exc:
-            raise InputError(str(exc)) from exc
-    gpu_spec = parse_gpu_spec(args.gpus) if args.gpus else None
-    gpus = host = None
-    if args.nvml:
-        from headroom.probes.host import read_host
-        from headroom.probes.nvml import NvmlProbe
-
-        gpus = NvmlProbe().read()
-        host = read_host()
-    return DoctorInputs(
-        command=command,
-        log=log,
-        metrics_history=tuple(_metrics(args.metrics, args.interval)),
-        gpus=gpus,
-        gpu_spec=gpu_spec,
-        topology=topology,
-        model=model,
-        host=host,
-        nodes=max(args.nodes, 1),
-        vllm_version=args.vllm_version or _server_version(args.metrics),
-    )
-
-
-def _server_version(sources: list[str]) -> str | None:
-    """GET /version of the first server URL; None when there is none or it does not answer."""
-    for url in (s for s in sources if s.startswith(("http://", "https://"))):
-        import asyncio
-
-        from headroom.probes.server_info import read_server_info
-
-        try:
-            # Bounded (size, one deadline, no off-host redirect) and escaped for the terminal.
-            return asyncio.run(read_server_info(url, timeout_s=3.0)).version
-        except Exception:  # an old server or a proxy without /version: fall back to the log
-            return None
-    return None
 
 
 def render_text(diagnosis) -> str:
@@ -218,12 +95,13 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(own)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
+    from headroom.cli.doctor_inputs import build_inputs
     from headroom.doctor import diagnose, diagnosis_to_json
     from headroom.doctor.gpu_spec import GpuSpecError
 
     try:
-        inputs = build_inputs(args, vllm_argv)
-    except (InputError, GpuSpecError, ValueError) as exc:
+        inputs = build_inputs(args, vllm_argv)  # every read happens here; diagnose is pure
+    except (GpuSpecError, ValueError) as exc:  # InputError, CommandLineError are ValueErrors
         print(f"headroom doctor: {exc}", file=sys.stderr)
         return 2
     started = time.monotonic()

@@ -48,6 +48,13 @@ def _weights_line(shape) -> str:
     return line + (" (some shards missing)" if shape.weights_complete is False else "")
 
 
+def _quant_line(shape) -> str:
+    if not shape.quantization:
+        return "none"
+    bits = f", {shape.quantization_bits}-bit" if shape.quantization_bits else ""
+    return f"{shape.quantization}{bits}"
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -62,20 +69,22 @@ def main(argv: list[str]) -> int:
     rows = [
         ("model", f"{shape.name}  ({shape.source}: {shape.config_path})"),
         ("architecture", shape.architecture or "?"),
-        ("layers", shape.num_layers),
-        ("hidden size", shape.hidden_size),
+        ("layers", shape.num_layers or "?"),
+        ("hidden size", shape.hidden_size or "?"),
         ("intermediate size", shape.intermediate_size or "?"),
-        ("attention heads", f"{shape.num_attention_heads} (KV heads {shape.num_kv_heads}, head_dim {shape.head_dim})"),
+        ("attention heads", f"{shape.num_attention_heads or '?'} (KV heads {shape.num_kv_heads or '?'}, head_dim {shape.head_dim or '?'})"),
         ("vocab", shape.vocab_size or "?"),
         ("dtype", shape.dtype or "?"),
         ("max position embeddings", shape.max_position_embeddings or "?"),
         ("rope scaling", json.dumps(dict(shape.rope_scaling)) if shape.rope_scaling else "none"),
-        ("quantization", shape.quantization or "none"),
+        ("quantization", _quant_line(shape)),
         ("experts", f"{shape.num_experts} ({shape.num_experts_per_token or '?'} per token)" if shape.num_experts else "dense"),
         ("parameters", _count(shape.param_count)),
         ("weights", _weights_line(shape)),
-        ("KV cache per token", f"{kv / 1024:.1f} KiB at 16-bit ({kv} bytes)"),
+        ("KV cache per token", f"{kv / 1024:.1f} KiB at 16-bit ({kv} bytes)" if kv else "?"),
     ]  # fmt: skip
+    if shape.unread:
+        rows.append(("not in config.json", ", ".join(shape.unread)))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"{label.ljust(width)}  {safe_text(value)}")  # config strings are untrusted

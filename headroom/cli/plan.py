@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "model",
         metavar="MODEL_OR_CONFIG",
-        help="a local model directory, a config.json, or a known model name",
+        help="a local model directory, a config.json, a Hub id (org/name) or a known model name",
     )
     p.add_argument(
         "--gpus",
@@ -144,22 +144,27 @@ def main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
+    from headroom.cli.doctor_inputs import model_from_option
     from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec, resolve_nodes
-    from headroom.doctor.model_table import UnknownModelError, resolve_model
+    from headroom.doctor.model_table import UnknownModelError
     from headroom.doctor.planner import plan, plan_to_json
+    from headroom.vllm_cmd.config_file import parse_command_with_config
 
     try:
         if args.concurrency < 1 or (args.context is not None and args.context < 1):
             raise ValueError("--concurrency and --context must be positive")
         gpu = parse_gpu_spec(args.gpus)
         nodes = resolve_nodes(gpu, args.nodes)
-        model = resolve_model(args.model)
+        model, problem = model_from_option(args.model)
+        if model is None or not model.sizable:
+            from headroom.probes.model import describe_unread
+
+            why = problem if model is None else describe_unread(model)
+            raise ValueError(f"cannot plan {args.model}: {why}")
         topology = _topology(args.topo) if args.topo else None
         command = None
         if vllm_argv:
-            from headroom.vllm_cmd import parse_command
-
-            command = parse_command(vllm_argv)
+            command = parse_command_with_config(vllm_argv)
         result = plan(
             model,
             gpu,

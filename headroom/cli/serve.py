@@ -116,6 +116,7 @@ def main(argv: list[str]) -> int:
     from headroom.supervisor.launcher import LauncherError, load_config
     from headroom.supervisor.settings import SupervisorSettings
     from headroom.vllm_cmd import CommandLineError, parse_command
+    from headroom.vllm_cmd.config_file import with_config_file
 
     printer = EventPrinter(as_json=args.json)
     try:
@@ -166,7 +167,9 @@ def main(argv: list[str]) -> int:
                 return EXIT_USAGE
     if sup is None:
         try:
-            command = parse_command(["vllm", "serve", model, *flags])
+            # --config FILE.yaml: its flags count for Headroom's own reading (port, TP, the
+            # model) while the line vLLM gets keeps the user's --config reference.
+            command = with_config_file(parse_command(["vllm", "serve", model, *flags]))
             settings.template  # noqa: B018 - an unknown launcher fails here, with the reason
             sup = Supervisor(command, settings, on_event=on_event)
         except (CommandLineError, LauncherError) as exc:

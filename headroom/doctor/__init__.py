@@ -19,6 +19,7 @@ from headroom.doctor.findings import (
     plan_to_changes,
 )
 from headroom.doctor.gpu_spec import GpuSpec, GpuSpecError, parse_gpu_spec
+from headroom.probes.model import describe_unread
 
 __all__ = [
     "STEP_NAMES",
@@ -111,9 +112,13 @@ def _lacking(ctx: Context) -> list[str]:
         )
     if i.topology is None:
         out.append("no topology (--topo)")
-    if ctx.model is None:
+    out.extend(i.lacking)
+    partial = ctx.model_read
+    if partial is not None and not partial.sizable:
+        out.append(describe_unread(partial) or f"model config of {partial.name} is incomplete")
+    elif ctx.model is None and not any(line.startswith("model") for line in i.lacking):
         out.append("no model shape (--model-config, or a known model name on the command line)")
-    if ctx.gpu is None:
+    if ctx.gpu is None and ctx.gpu_count is None:
         out.append("no GPU description (--gpus or NVML)")
     if i.command is None:
         out.append("no vLLM command line (after --)")

@@ -17,6 +17,7 @@ from headroom.doctor.memory_model import (
 )
 from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import parse_version
+from headroom.probes.model import ModelShape
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
 
 # Messages only the V0 engine printed (vllm/worker/worker.py, V0 executors).
@@ -122,23 +123,28 @@ class Context:
         return None
 
     @cached_property
-    def model(self):
+    def model_read(self) -> ModelShape | None:
+        """The model's shape as given or found in the built-in table, complete or not.
+        Pure: the input loader (cli/doctor.py, probes.model_inputs) read any file or hub."""
         if self.inputs.model is not None:
             return self.inputs.model
         cmd = self.inputs.command
         name = getattr(cmd, "model", None) if cmd is not None else None
         name = name or getattr(self.facts, "model", None)
-        if not name:
-            return None
-        found = find_model(name)
-        if found is not None:
-            return found
-        try:  # a local directory or the HF cache, through the model probe (never downloads)
-            from headroom.probes.model import load_model_shape
+        return find_model(str(name)) if name else None
 
-            return load_model_shape(str(name))
-        except Exception:  # unknown model: the rules that need a shape say so
-            return None
+    @cached_property
+    def model(self) -> ModelShape | None:
+        """A shape the sizing arithmetic can use (layers, hidden size, heads all known)."""
+        shape = self.model_read
+        return shape if shape is not None and shape.sizable else None
+
+    @property
+    def checkpoint_quantization(self) -> str | None:
+        """The quantization the weights already carry: the checkpoint's own config, or the
+        --quantization the server was started with."""
+        shape = self.model_read
+        return getattr(shape, "quantization", None) or self.knobs.quantization
 
     @cached_property
     def gpu(self) -> GpuSpec | None:
@@ -180,6 +186,8 @@ class Context:
     def gpu_count(self) -> int | None:
         if self.gpu is not None:
             return self.gpu.count
+        if self.inputs.gpu_count:
+            return self.inputs.gpu_count
         snap = self.inputs.gpus
         if snap is not None and getattr(snap, "available", False):
             return len(snap.gpus)

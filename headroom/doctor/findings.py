@@ -154,6 +154,10 @@ class DoctorInputs:
     nodes: int = 1
     ray_cluster: RayCluster | None = None  # the Ray cluster under a multi-node start
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # What the input loading could not read (a hub that did not answer, a config field, the
+    # memory of `--gpus 4xGPU`): reported in Diagnosis.lacking, never an error.
+    lacking: tuple[str, ...] = ()
+    gpu_count: int | None = None  # GPUs known by count only (no memory, so no GpuSpec)
 
 
 def action_to_json(a: Action) -> dict[str, object]:

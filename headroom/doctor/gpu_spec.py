@@ -132,6 +132,26 @@ def parse_gpu_spec(text: str) -> GpuSpec:
     )
 
 
+def parse_gpu_count(text: str) -> int:
+    """The GPU count of a --gpus value whose memory is unknown (`4xGPU`, `2xMI300`): the
+    doctor still reasons with the count (head divisibility, TP within the node). Raises
+    GpuSpecError for text that is not COUNTxNAME at all."""
+    if not text or not text.strip():
+        raise GpuSpecError("empty GPU spec: expected COUNTxNAME[:MEMORY_GIB], e.g. 8xH100")
+    return sum(_one(part)[0] for part in text.split("+"))
+
+
+def read_gpus_option(text: str) -> tuple[GpuSpec | None, int]:
+    """`--gpus` for the doctor: (the spec, its count) when the memory is known, else (None,
+    the count). Raises GpuSpecError only for text that is not COUNTxNAME[:MEMORY_GIB]."""
+    try:
+        spec = parse_gpu_spec(text)
+    except GpuSpecError:
+        count = parse_gpu_count(text)  # a malformed spec raises here with its own message
+        return None, count
+    return spec, spec.count
+
+
 def spec_from_snapshot(snapshot) -> GpuSpec | None:
     """A GpuSpec from an NVML GpuSnapshot (engineer 3's type), or None when it has no GPUs."""
     if snapshot is None or not getattr(snapshot, "available", False):

@@ -1,6 +1,7 @@
 """Shapes of common models (from their public config.json files), so `headroom plan` works
-with a name and no download. A local directory or config.json goes through engineer 3's
-`headroom.probes.model.load_model_shape` instead (see `resolve_model`).
+with a name and no download. A local directory, the HF cache or the Hub go through the
+probe layer instead (headroom.probes.model_lookup, called by the CLI's input loading:
+this module reads no file).
 
 Table entries are the probe layer's own `ModelShape` (source "built-in table"), with the
 optional extras the memory model uses filled in where they matter (MoE and MLA sizes, tied
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from headroom.probes.model import ModelShape, load_model_shape
+from headroom.probes.model import ModelShape
 
 
 class UnknownModelError(ValueError):
@@ -150,23 +151,3 @@ def find_model(name: str) -> ModelShape | None:
         return None
     quant = quant or _CHECKPOINT_QUANT.get(facts.name)
     return replace(facts, name=last, quantization=quant) if quant or last != facts.name else facts
-
-
-def resolve_model(name_or_path: str):
-    """A local model directory / config.json (via the probe layer), else the built-in table.
-    Raises UnknownModelError with the known names when neither works."""
-    from pathlib import Path
-
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        try:
-            return load_model_shape(str(path))
-        except Exception as exc:  # ModelConfigError and friends: say why, do not crash
-            raise UnknownModelError(f"cannot read model config at {path}: {exc}") from exc
-    facts = find_model(name_or_path)
-    if facts is None:
-        raise UnknownModelError(
-            f"unknown model {name_or_path!r}: give a local model directory or config.json, "
-            f"or one of: {', '.join(known_model_names())}"
-        )
-    return facts

@@ -212,11 +212,8 @@ def _weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Fin
         # Nothing to search with: more GPUs (TP) first, a quantized checkpoint second.
         acts = [Action("tensor_parallel_size", "raise", None, why + ": spread them over more",
                        "more GPUs, and an all-reduce on every layer")]  # fmt: skip
-        if (
-            not is_quantized(ctx.model, ctx.knobs)
-            if ctx.model is not None
-            else not ctx.knobs.quantization
-        ):
+        # model_read: a config too partial to size still says whether it is quantized
+        if not is_quantized(ctx.model_read, ctx.knobs):
             acts.append(
                 Action(
                     "quantization",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from headroom.probes.errors import UnreadableInput
+from headroom.probes.model_config import read_config
 from headroom.probes.model_weights import WeightSummary, summarize_weights
 from headroom.probes.safe_text import safe_text
 from headroom.probes.untrusted_json import UntrustedJsonError, load_json_file
@@ -24,10 +25,15 @@ __all__ = [
     "ModelShape",
     "load_model_shape",
     "shape_from_config",
+    "describe_unread",
     "kv_bytes_per_token",
     "hf_cache_dirs",
     "model_to_json",
 ]
+
+
+# A config.json is untrusted input: see model_config.MAX_DIMENSION for the size bound.
+MAX_CONFIG_BYTES = 16 << 20  # real config.json files are a few KB
 
 
 class ModelConfigError(UnreadableInput, ValueError):
@@ -37,16 +43,16 @@ class ModelConfigError(UnreadableInput, ValueError):
 
 @dataclass(frozen=True)
 class ModelShape:
-    """What sizing needs to know about a model. None = the config does not say."""
+    """What sizing needs to know about a model. None = the config does not say (see `unread`)."""
 
     name: str
     architecture: str | None
-    num_layers: int
-    hidden_size: int
+    num_layers: int | None
+    hidden_size: int | None
     intermediate_size: int | None
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
+    num_attention_heads: int | None
+    num_kv_heads: int | None
+    head_dim: int | None
     vocab_size: int | None
     dtype: str | None
     max_position_embeddings: int | None
@@ -55,7 +61,7 @@ class ModelShape:
     num_experts: int | None
     param_count: int | None
     weight_bytes: int | None
-    source: str  # "local" | "hf-cache" | "config"
+    source: str  # "local" | "hf-cache" | "hub" | "config" | "built-in table"
     # Added beyond the contract:
     config_path: str | None = None
     num_experts_per_token: int | None = None
@@ -65,101 +71,79 @@ class ModelShape:
     quantization_config: Mapping | None = None
     weight_files: int = 0
     weights_complete: bool | None = None  # False when index.json names shards not on disk
-    # Filled by the doctor's built-in model table (the config reader leaves them None):
     moe_intermediate_size: int | None = None  # MoE: one expert's MLP width
     tie_word_embeddings: bool | None = None  # lm_head shares the embedding matrix
+    quantization_bits: int | None = None  # the checkpoint's weight bits (4 for AWQ/GPTQ int4)
+    num_shared_experts: int | None = None  # DeepSeek/Qwen-MoE experts every token passes
+    shared_expert_intermediate_size: int | None = None
+    unread: tuple[str, ...] = ()  # core facts the config did not give (sizing needs them)
+    assumed: tuple[str, ...] = ()  # facts taken from transformers' defaults for the model type
 
-
-def _first(config: Mapping, *keys: str) -> Any:
-    for key in keys:
-        value = config.get(key)
-        if value is not None:
-            return value
-    return None
-
-
-# A size past 2**40 (layers, heads, widths, vocab, positions) is no model's: reading it as
-# unknown keeps later arithmetic from overflowing a float (a config.json is untrusted input).
-MAX_DIMENSION = 2**40
-MAX_CONFIG_BYTES = 16 << 20  # real config.json files are a few KB
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and 0 <= value <= MAX_DIMENSION:
-        return value
-    return None
-
-
-def _str(value: Any) -> str | None:
-    """A config string, escaped for terminals (a config.json is anyone's text)."""
-    return safe_text(value) if isinstance(value, str) else None
-
-
-def _text_config(config: Mapping) -> Mapping:
-    """Multimodal configs keep the language model under text_config (or llm_config)."""
-    for key in ("text_config", "llm_config", "language_config"):
-        nested = config.get(key)
-        if isinstance(nested, Mapping) and "num_hidden_layers" not in config:
-            return {**{k: v for k, v in config.items() if k != key}, **nested}
-    return config
+    @property
+    def sizable(self) -> bool:
+        """Whether memory and head-divisibility arithmetic can run on this shape."""
+        return None not in (
+            self.num_layers,
+            self.hidden_size,
+            self.num_attention_heads,
+            self.num_kv_heads,
+            self.head_dim,
+        )
 
 
 def shape_from_config(config: Mapping, name: str) -> ModelShape:
-    """ModelShape from a parsed config.json. Raises ModelConfigError if the basics are missing."""
+    """ModelShape from a parsed config.json, in any dialect read_config knows. A fact it
+    cannot find is None and named in `unread`; raises ModelConfigError only when `config` is
+    not a JSON object at all."""
     if not isinstance(config, Mapping):
         raise ModelConfigError(f"{name}: config.json is not a JSON object")
-    outer = config
-    config = _text_config(config)
-    layers = _int(_first(config, "num_hidden_layers", "n_layer", "num_layers", "n_layers"))
-    hidden = _int(_first(config, "hidden_size", "n_embd", "d_model"))
-    heads = _int(_first(config, "num_attention_heads", "n_head", "num_heads"))
-    missing = [
-        k for k, v in (("layers", layers), ("hidden size", hidden), ("heads", heads)) if not v
-    ]
-    if missing:
-        raise ModelConfigError(f"{name}: config.json does not give the {', '.join(missing)}")
-    assert layers and hidden and heads  # for type checkers; checked just above
-    kv = _int(
-        _first(config, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
-    )
-    if kv is None and config.get("multi_query") is True:
-        kv = 1  # Falcon-style multi-query attention
-    head_dim = _int(config.get("head_dim")) or hidden // heads
-    architectures = outer.get("architectures")
-    quant = outer.get("quantization_config") or config.get("quantization_config")
-    quant = quant if isinstance(quant, Mapping) else None
-    rope = config.get("rope_scaling")
-    dtype = _first(outer, "torch_dtype", "dtype") or _first(config, "torch_dtype", "dtype")
+    facts = read_config(config)
+    v = facts.values
+    quant = facts.quantization
     return ModelShape(
         name=safe_text(name),
-        architecture=_str(architectures[0]) if isinstance(architectures, list) and architectures else None,
-        num_layers=layers,
-        hidden_size=hidden,
-        intermediate_size=_int(_first(config, "intermediate_size", "ffn_hidden_size", "n_inner")),
-        num_attention_heads=heads,
-        num_kv_heads=kv or heads,
-        head_dim=head_dim,
-        vocab_size=_int(config.get("vocab_size")),
-        dtype=_str(dtype),
-        max_position_embeddings=_int(
-            _first(config, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
-        ),
-        quantization=_str(quant.get("quant_method")) if quant else None,
-        rope_scaling=rope if isinstance(rope, Mapping) else None,
-        num_experts=_int(_first(config, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")),
+        architecture=facts.architecture,
+        num_layers=v["num_layers"] or None,
+        hidden_size=v["hidden_size"] or None,
+        intermediate_size=v["intermediate_size"] or None,
+        num_attention_heads=v["num_attention_heads"] or None,
+        num_kv_heads=v["num_kv_heads"] or None,
+        head_dim=v["head_dim"] or None,
+        vocab_size=v["vocab_size"] or None,
+        dtype=facts.dtype,
+        max_position_embeddings=v["max_position_embeddings"] or None,
+        quantization=quant.method if quant else None,
+        rope_scaling=facts.rope_scaling,
+        num_experts=v["num_experts"] or None,
         param_count=None,
         weight_bytes=None,
         source="config",
-        num_experts_per_token=_int(_first(config, "num_experts_per_tok", "moe_top_k", "top_k")),
-        kv_lora_rank=_int(config.get("kv_lora_rank")),
-        qk_rope_head_dim=_int(config.get("qk_rope_head_dim")),
-        sliding_window=_int(config.get("sliding_window")),
-        quantization_config=quant,
-    )  # fmt: skip
+        num_experts_per_token=v["num_experts_per_token"] or None,
+        kv_lora_rank=v["kv_lora_rank"] or None,
+        qk_rope_head_dim=v["qk_rope_head_dim"],
+        sliding_window=v["sliding_window"] or None,
+        quantization_config=facts.quantization_config,
+        moe_intermediate_size=v["moe_intermediate_size"] or None,
+        tie_word_embeddings=facts.tie_word_embeddings,
+        quantization_bits=quant.bits if quant else None,
+        num_shared_experts=v["num_shared_experts"],
+        shared_expert_intermediate_size=v["shared_expert_intermediate_size"] or None,
+        unread=facts.unread,
+        assumed=facts.assumed,
+    )
+
+
+def describe_unread(shape: ModelShape) -> str | None:
+    """One sentence naming what the config did not give, or None when it gave everything."""
+    if not shape.unread:
+        return None
+    names = {
+        "num_layers": "the layer count",
+        "hidden_size": "the hidden size",
+        "num_attention_heads": "the attention heads",
+    }
+    missing = ", ".join(names.get(n, n) for n in shape.unread)
+    return f"model config of {shape.name} does not give {missing}: sizing skipped"
 
 
 def hf_cache_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
@@ -247,14 +231,19 @@ def _with(shape: ModelShape, weights: WeightSummary, source: str, config_path: s
     )
 
 
-def kv_bytes_per_token(shape: ModelShape, cache_dtype_bytes: int = 2) -> int:
-    """KV-cache bytes one token needs across all layers (K and V; MLA caches one latent)."""
+def kv_bytes_per_token(shape: ModelShape, cache_dtype_bytes: int = 2) -> int | None:
+    """KV-cache bytes one token needs across all layers (K and V; MLA caches one latent).
+    None when the config did not give the layer count or the heads."""
+    if not shape.num_layers:
+        return None
     if shape.kv_lora_rank:
         return (
             shape.num_layers
             * (shape.kv_lora_rank + (shape.qk_rope_head_dim or 0))
             * cache_dtype_bytes
         )
+    if not shape.num_kv_heads or not shape.head_dim:
+        return None
     return 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * cache_dtype_bytes
 
 

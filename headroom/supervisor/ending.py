@@ -6,6 +6,9 @@ from __future__ import annotations
 import time
 
 from headroom.doctor import Diagnosis, DoctorInputs, diagnose, diagnosis_to_json
+from headroom.doctor.model_table import find_model
+from headroom.probes.model import ModelShape
+from headroom.probes.model_lookup import lookup_model
 from headroom.supervisor import preflight as pf
 from headroom.supervisor.host import SupervisorHost
 from headroom.supervisor.states import ServerState
@@ -54,6 +57,7 @@ class RunEnder:
                     command=host.command,
                     log=run.digest,
                     metrics_history=tuple(run.stats.history),
+                    model=local_model(getattr(host.command, "model", None)),
                 )
             )
         except Exception as exc:  # a doctor bug: the supervisor still reports
@@ -143,3 +147,11 @@ class RunEnder:
             **fields,
         )
         host.set_state(ServerState.STOPPED, "stopped")
+
+
+def local_model(name: str | None) -> ModelShape | None:
+    """The model's shape from a local directory or the HF cache: the doctor is pure and reads
+    no file. A name the built-in table knows needs no read; no hub from here (it could block)."""
+    if not name or find_model(name) is not None:
+        return None
+    return lookup_model(name, hub=False).shape

@@ -22,8 +22,11 @@ from urllib.parse import urlsplit
 
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.findings import Diagnosis
+from headroom.doctor.model_table import find_model
 from headroom.probes.metrics import MetricsProbe
 from headroom.probes.metrics_types import ServerMetrics
+from headroom.probes.model import ModelShape
+from headroom.probes.model_lookup import ModelShapeProbe
 from headroom.probes.nvml import NvmlProbe
 from headroom.probes.nvml_types import GpuSnapshot
 from headroom.probes.server_info import ServerInfo as ReportedInfo
@@ -183,6 +186,7 @@ class LiveSources(DataSources):
         self._metrics_probe: MetricsProbe | None = None
         self._reported_at: float | None = None
         self._nvml_probe: NvmlProbe | None = None
+        self._model_probe: ModelShapeProbe | None = None
         self._start_error: str | None = None
         self._supervisor_lines: list[str] = []
         self._log_subscribed = False
@@ -320,8 +324,10 @@ class LiveSources(DataSources):
     # -- doctor -------------------------------------------------------------------------
     def diagnose(self, store: Store) -> Diagnosis:
         digest = self.supervisor.digest if self.supervisor is not None else self._digest
+        command = self.current_command()
         inputs = DoctorInputs(
-            command=self.current_command(),
+            command=command,
+            model=self._model_shape(getattr(command, "model", None)),
             log=digest,
             metrics_history=tuple(store.metrics_history)[-60:],
             gpus=store.gpus if self.gpus_local else None,
@@ -330,6 +336,16 @@ class LiveSources(DataSources):
             extra={"server_info": self.reported} if self.reported is not None else {},
         )
         return diagnose(inputs)
+
+    def _model_shape(self, name: str | None) -> ModelShape | None:
+        """The model's shape from local files, the HF cache or the Hub, read in a thread so a
+        frame never waits (None until it arrives; names the built-in table knows need none)."""
+        if not name or find_model(name) is not None:
+            return None
+        if self._model_probe is None:
+            self._model_probe = ModelShapeProbe()
+        found = self._model_probe.peek(name)
+        return found.shape if found is not None else None
 
     # -- journal ------------------------------------------------------------------------
     async def read_runs(self) -> list[RunRecord] | None:

@@ -77,16 +77,26 @@ class VllmCommand:
     launcher: tuple[str, ...]
     model: str | None
     tokens: tuple[str, ...]
+    # The flags of the `--config FILE.yaml` the line names, as vLLM expands them
+    # (vllm_cmd.config_file). They count for get()/has()/engine_args() with vLLM's
+    # precedence (a flag typed on the command line wins) but are never rendered: the line
+    # keeps the user's own `--config FILE` reference.
+    config_args: tuple[str, ...] = ()
 
     @cached_property
     def _occurrences(self) -> list[Occurrence]:
         return scan_tokens(self.tokens, strict=False)
 
     @cached_property
+    def _config_occurrences(self) -> list[Occurrence]:
+        return scan_tokens(self.config_args, strict=False) if self.config_args else []
+
+    @cached_property
     def _values(self) -> dict[str, object]:
         values: dict[str, object] = {}
         dotted: dict[str, dict] = {}
-        for occ in self._occurrences:
+        # The file's flags first: vLLM inserts them before the typed ones, so typed flags win.
+        for occ in [*self._config_occurrences, *self._occurrences]:
             if occ.form.startswith("dotted"):
                 if isinstance(occ.value, Mapping):
                     dotted[occ.dest] = merge_json(dotted.get(occ.dest, {}), occ.value)
@@ -133,7 +143,9 @@ class VllmCommand:
 
     @property
     def model_is_positional(self) -> bool:
-        return self.model is not None and not any(o.dest == "model" for o in self._occurrences)
+        return self.model is not None and not any(
+            o.dest == "model" for o in [*self._occurrences, *self._config_occurrences]
+        )
 
 
 def _dest_name(name: str) -> str:
@@ -287,6 +299,9 @@ def apply_changes(cmd: VllmCommand, changes: Mapping[str, object]) -> VllmComman
                 else None
             )
             new = _bool_tokens(spec, name, value, off)
+            in_file = any(o.dest == name and o.value is True for o in cmd._config_occurrences)
+            if not new and not value and in_file and spec is not None and spec.kind == "bool":
+                new = ["--no-" + spec.option[2:]]  # the YAML turns it on; only --no-x undoes that
         else:
             if spec is not None and spec.kind in ("bool", "flag"):
                 raise CommandLineError(f"{spec.option} is on/off; give True or False")
@@ -308,7 +323,9 @@ def apply_changes(cmd: VllmCommand, changes: Mapping[str, object]) -> VllmComman
             if occ.start < at:
                 at -= occ.end - occ.start
         tokens[at:at] = new
-    return VllmCommand(launcher=cmd.launcher, model=model, tokens=tuple(tokens))
+    return VllmCommand(
+        launcher=cmd.launcher, model=model, tokens=tuple(tokens), config_args=cmd.config_args
+    )
 
 
 @dataclass(frozen=True)

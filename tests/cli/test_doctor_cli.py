@@ -88,7 +88,7 @@ def test_command_line_after_double_dash_in_every_form(capsys):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["--gpus", "3xNoSuchGPU"],
+        ["--gpus", "2000xH100"],
         ["--log", "/nonexistent/file.log"],
         ["--model-config", "no-such-model-xyz"],
         ["--bogus-flag"],

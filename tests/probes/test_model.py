@@ -154,10 +154,24 @@ def test_moe_quantized_multimodal_and_mla_configs() -> None:
     assert falcon.num_kv_heads == 1 and falcon.head_dim == 64
 
 
-@pytest.mark.parametrize("config", [{}, {"hidden_size": 10}, [], {"num_hidden_layers": "32"}])
-def test_missing_basics_raise_a_clear_error(config) -> None:
+@pytest.mark.parametrize(
+    ("config", "unread"),
+    [
+        ({}, ("num_layers", "hidden_size", "num_attention_heads")),
+        ({"hidden_size": 10}, ("num_layers", "num_attention_heads")),
+        ({"num_hidden_layers": "32", "hidden_size": 64, "n_head": 4}, ("num_layers",)),
+    ],
+)
+def test_missing_basics_are_unknown_and_named(config, unread) -> None:
+    shape = shape_from_config(config, "broken")
+    assert shape.unread == unread and not shape.sizable
+    assert shape.num_layers is None or "num_layers" not in unread
+    assert kv_bytes_per_token(shape) is None
+
+
+def test_a_config_that_is_not_an_object_is_an_error() -> None:
     with pytest.raises(ModelConfigError):
-        shape_from_config(config, "broken")
+        shape_from_config([], "broken")  # type: ignore[arg-type]
 
 
 def test_hf_cache_lookup_prefers_refs_main(tmp_path) -> None:
