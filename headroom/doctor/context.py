@@ -139,13 +139,6 @@ class Context:
         shape = self.model_read
         return shape if shape is not None and shape.sizable else None
 
-    @property
-    def checkpoint_quantization(self) -> str | None:
-        """The quantization the weights already carry: the checkpoint's own config, or the
-        --quantization the server was started with."""
-        shape = self.model_read
-        return getattr(shape, "quantization", None) or self.knobs.quantization
-
     @cached_property
     def gpu(self) -> GpuSpec | None:
         return self.inputs.gpu_spec or spec_from_snapshot(self.inputs.gpus)

@@ -40,7 +40,7 @@ def config_flag_values(cmd: VllmCommand) -> list[str]:
 
 def yaml_to_args(text: str, source: str = "config file") -> list[str]:
     """The flags vLLM's load_config_file makes of a YAML text."""
-    import yaml
+    import yaml  # type: ignore[import-untyped]  # PyYAML ships no type stubs
 
     try:
         data = yaml.safe_load(text)

@@ -17,8 +17,10 @@ from headroom.probes.vllm_log import digest_text
 from headroom.vllm_cmd import parse_command
 
 OOM_LOG = (FIXTURES / "gpu-startup-logs" / "a100-80gb-wizardlm2-8x22b-oom.log").read_text()
+# The OOM of a real log, with a model the built-in table does not know: what the doctor knows
+# of it is only what each test gives (a config, or nothing).
 LINE = (
-    "python3 -m vllm.entrypoints.openai.api_server --model alpindale/WizardLM-2-8x22B "
+    "python3 -m vllm.entrypoints.openai.api_server --model some-org/unknown-model "
     "--dtype auto --max-model-len 8192 --gpu-memory-utilization 0.50 --enforce-eager"
 )
 MIXTRAL = json.loads((FIXTURES / "model-configs" / "mixtral-8x7b.json").read_text())
@@ -32,7 +34,7 @@ def _weights_oom(command: str, model=None):
         DoctorInputs(
             command=parse_command(command),
             log=digest_text(OOM_LOG),
-            gpu_spec=parse_gpu_spec("8xA100"),
+            gpu_spec=parse_gpu_spec("1xA100"),
             model=model,
         )
     )
@@ -45,7 +47,8 @@ def _knobs(diagnosis) -> set[str]:
 
 
 def test_an_unquantized_checkpoint_is_offered_quantization():
-    assert "quantization" in _knobs(_weights_oom(LINE))
+    assert "quantization" in _knobs(_weights_oom(LINE))  # nothing known: TP, then quantize
+    assert "quantization" in _knobs(_weights_oom(LINE, shape_from_config(MIXTRAL, "mixtral")))
 
 
 def test_quantization_on_the_command_line_means_no_second_quantization():
@@ -58,7 +61,9 @@ def test_a_quantized_checkpoint_config_means_no_second_quantization():
     assert shape.quantization == "awq" and shape.quantization_bits == 4
     diagnosis = _weights_oom(LINE, shape)
     assert "quantization" not in _knobs(diagnosis)
-    assert any("already quantized (awq)" in e for e in diagnosis.findings[0].evidence)
+    partial = shape_from_config({"quantization_config": AWQ, "architectures": ["X"]}, "awq-only")
+    assert not partial.sizable  # too little to size, enough to know it is quantized
+    assert "quantization" not in _knobs(_weights_oom(LINE, partial))
 
 
 def test_gpu_count_without_memory_is_kept():
