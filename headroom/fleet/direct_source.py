@@ -57,7 +57,10 @@ def parse_targets_text(text: str) -> list[DirectTarget]:
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        words = shlex.split(line)
+        try:
+            words = shlex.split(line)
+        except ValueError as error:  # an unclosed quote
+            raise ValueError(f"targets file line {lineno}: {error}") from None
         kind = "vllm"
         if words[0] in ("dcgm", "vllm"):
             kind, words = words[0], words[1:]

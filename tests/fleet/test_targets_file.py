@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from headroom.fleet.direct_source import parse_targets_text
 
@@ -48,3 +50,37 @@ def test_plain_lines_with_labels_and_comments() -> None:
 def test_bad_files_say_where(text: str, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         parse_targets_text(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_is_targets_or_a_clear_valueerror(text: str) -> None:
+    try:
+        targets = parse_targets_text(text)
+    except ValueError as error:
+        assert str(error)
+        return
+    assert all(t.kind in ("vllm", "dcgm") for t in targets)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_values, max_size=4))
+def test_any_json_list_is_targets_or_a_clear_valueerror(groups) -> None:
+    try:
+        parse_targets_text(json.dumps(groups))
+    except ValueError as error:
+        assert str(error)
+
+
+def test_unclosed_quote_names_the_line() -> None:
+    with pytest.raises(ValueError, match="line 2: No closing quotation"):
+        parse_targets_text('h:8000\nh:8001 hostname="a\n')
