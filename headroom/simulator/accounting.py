@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from headroom.simulator.hardware import GIB, MIB, Machine
 from headroom.simulator.models import DTYPE_BYTES, SimModel
@@ -75,7 +76,8 @@ class Failure:
     """A start-up refusal: which vLLM check fired and the numbers its message needs."""
 
     kind: str
-    numbers: dict[str, object] = field(default_factory=dict)
+    # byte counts (int) and fractions (float) by name, read by key where the text needs them
+    numbers: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 
 # Flags that take a value: (name, kind). Order follows vLLM's groups (frontend, model, load,
 # parallel, cache, scheduler, ...) because "non-default args" prints in namespace order.
@@ -214,7 +215,7 @@ def _max_model_len(text: str) -> int:
     return -1 if text.strip().lower() == "auto" else human_readable_int(text)
 
 
-_TYPES = {
+_TYPES: dict[str, Callable[[str], object]] = {
     "int": int,
     "float": float,
     "str": str,

@@ -147,7 +147,7 @@ class MetricsRegistry:
                     else {"model_name": self.model_name}
                 )
                 if label:
-                    labels[label] = value
+                    labels[label] = str(value)
                 labels_for.append((labels, self.counters.get((name, value), 0.0)))
             family(
                 exposed,

@@ -287,11 +287,13 @@ class StartupPrinter:
     # --- failures -----------------------------------------------------------------------
 
     def _config_failure(self) -> int:
+        assert self.plan.failure is not None  # called only when the plan holds a failure
         sys.stderr.write(config_failure_text(self.log, self.plan.failure))
         sys.stderr.flush()
         return 1
 
     def _engine_failure(self, exc_type: str, message: str) -> int:
+        assert self.plan.failure is not None  # called only when the plan holds a failure
         frames = frames_text(FRAMES.get(self.plan.failure.kind, []))
         self.engine(CORE, "EngineCore failed to start.", "ERROR")
         for line in frames:
