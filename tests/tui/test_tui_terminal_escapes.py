@@ -22,7 +22,8 @@ def _clean(text: str) -> bool:
 
 
 def _evil_page() -> str:
-    return PAGE.replace('model_name="tiny"', f'model_name="tiny{EVIL}"')
+    page = PAGE.replace('model_name="tiny"', f'model_name="tiny{EVIL}"')
+    return page.replace('cache_dtype="auto"', f'cache_dtype="fp8{WIPE}"')
 
 
 async def test_dashboard_status_bar_and_logs_screen(tmp_path) -> None:
@@ -48,6 +49,7 @@ async def test_dashboard_status_bar_and_logs_screen(tmp_path) -> None:
             await pilot.press("q")
     assert app.store.server.model.startswith("tiny\\x1b]0;pwned")
     assert _clean(dashboard) and "tiny\\x1b]0;pwned" in dashboard
+    assert "fp8\\x1b[2J" in dashboard  # kv_dtype in the server facts line
     assert _clean(logs) and "hello" in logs and "\\x1b]0;pwned\\x07\\x1b[2J" in logs
     assert all(_clean(entry.line) for entry in app.store.log_entries)
 
