@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from headroom.fleet.direct_source import DirectSource, DirectTarget, load_targets_file
@@ -31,7 +32,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 read, 1 the source could not be read, 2 bad usage.",
     )
     source = parser.add_argument_group("where the fleet is read from (one of)")
-    source.add_argument("--prometheus", metavar="URL", help="a Prometheus server's base URL")
+    source.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="a Prometheus server's base URL (user:password@ in it is sent as Basic auth; a "
+        "bearer token comes from $HEADROOM_PROMETHEUS_TOKEN or --prometheus-token-file)",
+    )
+    source.add_argument(
+        "--prometheus-token-file", metavar="FILE", help="file holding a bearer token"
+    )
     source.add_argument(
         "--url", action="append", default=[], metavar="URL", help="a vLLM server (repeat)"
     )
@@ -79,7 +88,10 @@ def make_source(args: argparse.Namespace):
         from headroom.fleet.prom_source import PrometheusSource
 
         return PrometheusSource(
-            args.prometheus, timeout_s=args.timeout, read_info=not args.no_server_info
+            args.prometheus,
+            timeout_s=args.timeout,
+            read_info=not args.no_server_info,
+            bearer_token=_token(args),
         )
     targets = [DirectTarget(u, "vllm") for u in args.url]
     targets += [DirectTarget(u, "dcgm") for u in args.dcgm]
@@ -93,6 +105,17 @@ def make_source(args: argparse.Namespace):
         if t.kind == "vllm":
             normalize_base_url(t.url)
     return DirectSource(targets, timeout_s=args.timeout)
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    """The bearer token, never from the command line itself (it would show in `ps`)."""
+    if args.prometheus_token_file:
+        try:
+            with open(args.prometheus_token_file, encoding="utf-8") as handle:
+                return handle.read().strip() or None
+        except OSError as error:
+            raise ValueError(f"cannot read --prometheus-token-file: {error.strerror}") from None
+    return os.environ.get("HEADROOM_PROMETHEUS_TOKEN") or None
 
 
 async def _once(source, direct: bool, interval: float) -> FleetSnapshot:

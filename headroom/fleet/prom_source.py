@@ -30,9 +30,17 @@ HISTORY_POINTS = 12
 
 class PrometheusSource:
     def __init__(
-        self, url: str, *, timeout_s: float = 10.0, read_info: bool = True, client=None
+        self,
+        url: str,
+        *,
+        timeout_s: float = 10.0,
+        read_info: bool = True,
+        client=None,
+        bearer_token: str | None = None,
     ) -> None:
-        self.prom = PrometheusClient(url, timeout_s=timeout_s, client=client)
+        self.prom = PrometheusClient(
+            url, timeout_s=timeout_s, client=client, bearer_token=bearer_token
+        )
         self.description = f"prometheus {self.prom.url}"
         self.read_info = read_info
         self._info: dict[str, ServerInfo] = {}

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -196,9 +196,24 @@ class PrometheusClient:
     """Talks to one Prometheus server. Counts its requests (`requests_made`) for benchmarks."""
 
     def __init__(
-        self, url: str, *, timeout_s: float = 10.0, client: httpx.AsyncClient | None = None
+        self,
+        url: str,
+        *,
+        timeout_s: float = 10.0,
+        client: httpx.AsyncClient | None = None,
+        bearer_token: str | None = None,
     ) -> None:
-        self.url = normalize_base_url(url)
+        base = normalize_base_url(url)
+        parts = urlsplit(base)
+        # user:password@ in the URL becomes Basic auth; the URL Headroom shows has none.
+        self._auth = (
+            httpx.BasicAuth(unquote(parts.username or ""), unquote(parts.password or ""))
+            if parts.username or parts.password
+            else None
+        )
+        host = parts.netloc.rsplit("@", 1)[-1]
+        self.url = urlunsplit((parts.scheme, host, parts.path, "", ""))
+        self._headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else {}
         self.timeout_s = timeout_s
         self._client = client
         self._owns_client = client is None
@@ -251,7 +266,10 @@ class PrometheusClient:
         size = 0
         try:
             async with asyncio.timeout(self.timeout_s + 5):
-                async with self._get_client().stream(method, url, **kwargs) as response:
+                stream = self._get_client().stream(
+                    method, url, headers=self._headers, auth=self._auth, **kwargs
+                )
+                async with stream as response:
                     async for chunk in response.aiter_bytes():
                         size += len(chunk)
                         if size > MAX_BODY_BYTES:

@@ -157,3 +157,28 @@ async def test_oversized_and_deeply_nested_answers_are_refused(monkeypatch) -> N
     nested = await prom.query("up")
     assert not nested.ok and "not a Prometheus API answer" in nested.describe()
     await client.aclose()
+
+
+async def test_credentials_are_sent_and_never_shown() -> None:
+    import base64
+
+    import httpx
+
+    from headroom.probes.prom_api import PrometheusClient
+
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(401, text="Unauthorized")
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    basic = PrometheusClient("http://al%40x:s3cret@prom:9090", client=client)
+    answer = await basic.query("up")
+    assert seen[-1] == "Basic " + base64.b64encode(b"al@x:s3cret").decode()
+    assert basic.url == "http://prom:9090"
+    assert "s3cret" not in answer.describe() and not answer.ok
+    bearer = PrometheusClient("http://prom:9090", client=client, bearer_token="tok-123")
+    await bearer.targets()
+    assert seen[-1] == "Bearer tok-123"
+    await client.aclose()
