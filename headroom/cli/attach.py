@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import json
 import sys
+from typing import Any
 
 from headroom.probes.metrics import (
     EngineMetrics,
@@ -32,6 +33,7 @@ from headroom.probes.metrics import (
 )
 from headroom.probes.safe_text import safe_text
 from headroom.probes.server_info import ServerInfo, read_server_info
+from headroom.supervisor.states import RestartOutcome
 
 REACHABLE_STATES = ("up", "metrics_off")
 
@@ -195,7 +197,7 @@ def _restart_now(supervisor, changes_text: list[str]) -> int:
         print(f"headroom attach: {error}", file=sys.stderr)
         return 2
 
-    async def run() -> object:
+    async def run() -> RestartOutcome:
         if supervisor is not None:
             await supervisor.start()  # watch the running server until the restart stops it
         try:
@@ -221,7 +223,8 @@ def _restart_now(supervisor, changes_text: list[str]) -> int:
 def _run_dashboard(url: str, args: argparse.Namespace, supervisor=None) -> int:
     from headroom.tui.app import run_attach  # here: Textual loads only for the dashboard
 
-    kwargs: dict[str, object] = {"url": url, "interval": args.interval, "theme": args.theme}
+    # Any: run_attach's keywords have types of their own; only the accepted ones are passed
+    kwargs: dict[str, Any] = {"url": url, "interval": args.interval, "theme": args.theme}
     accepted = inspect.signature(run_attach).parameters
     if args.log_from:
         kwargs["log_from"] = args.log_from

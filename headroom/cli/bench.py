@@ -210,7 +210,8 @@ def main(argv: list[str]) -> int:
     try:
         result = asyncio.run(run_bench(config, on_progress=progress))
     except BenchError as exc:
-        progress.enabled and progress(BenchProgress("done", None, None, 0, 1, 1, 0, 0))
+        if progress.enabled:
+            progress(BenchProgress("done", None, None, 0, 1, 1, 0, 0))
         print(f"headroom bench: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -166,6 +166,7 @@ def main(argv: list[str]) -> int:
             if model is None:
                 return EXIT_USAGE
     if sup is None:
+        assert model is not None  # without a MODEL, re-adopting was the only way (above)
         try:
             # --config FILE.yaml: its flags count for Headroom's own reading (port, TP, the
             # model) while the line vLLM gets keeps the user's --config reference.

@@ -156,7 +156,7 @@ def _journal_adopted(sup: Supervisor, url: str) -> None:
     sup.run.run_id = record.run_id
 
 
-async def restart_attached(sup: Supervisor | None, changes: Mapping[str, object]):
+async def restart_attached(sup: Supervisor | None, changes: Mapping[str, object]) -> RestartOutcome:
     """Restart with `changes`; refuses (RestartOutcome ok=False, reason NOT_TOLD) when
     Headroom was not told how the server was launched (sup is None)."""
     if sup is None:
