@@ -13,15 +13,20 @@ with `shape=None` and a sentence for the doctor's `lacking`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from headroom.probes.model import ModelConfigError, ModelShape, hf_cache_dirs, shape_from_config
+from headroom.probes.model import (
+    MAX_CONFIG_BYTES,
+    ModelConfigError,
+    ModelShape,
+    hf_cache_dirs,
+    shape_from_config,
+)
+from headroom.probes.untrusted_json import load_json_file
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 _TRUE = {"1", "true", "yes", "on"}
@@ -79,10 +84,9 @@ def _why(exc: BaseException, repo_id: str, env: Mapping[str, str]) -> str:
 def _weight_bytes(repo_id: str, env: Mapping[str, str], timeout_s: float) -> int | None:
     """metadata.total_size of the safetensors index, else the size of model.safetensors."""
     try:
-        index = json.loads(
-            Path(_download(repo_id, "model.safetensors.index.json", env, timeout_s)).read_text(
-                encoding="utf-8"
-            )
+        index = load_json_file(
+            _download(repo_id, "model.safetensors.index.json", env, timeout_s),
+            max_bytes=MAX_CONFIG_BYTES,
         )
         total = index.get("metadata", {}).get("total_size") if isinstance(index, dict) else None
         if isinstance(total, int) and total > 0:
@@ -134,7 +138,10 @@ def _read(repo_id: str, env: Mapping[str, str], timeout_s: float) -> HubRead:
     except Exception as exc:  # every hub failure is a `lacking` line, never a crash
         return HubRead(None, _why(exc, repo_id, env))
     try:
-        config = json.loads(Path(path).read_text(encoding="utf-8"))
+        # A downloaded file is anyone's text: bounded (size, nesting, numbers) like a local one.
+        config = load_json_file(path, max_bytes=MAX_CONFIG_BYTES)
+        if not isinstance(config, Mapping):
+            raise ModelConfigError(f"{path} is not a JSON object")
         shape = shape_from_config(config, repo_id)
     except (OSError, ValueError, ModelConfigError) as exc:
         return HubRead(None, f"config.json of {repo_id} from the Hub is not readable JSON: {exc}")

@@ -123,3 +123,28 @@ def test_deep_index_is_ignored(tmp_path) -> None:
     model = make_model(tmp_path / "m", LLAMA_8B)
     (model / "model.safetensors.index.json").write_text(deep_nesting(5000, "{"))
     assert summarize_weights(model).files == 1  # falls back to the *.safetensors on disk
+
+
+# --- a config.json downloaded from the Hub is just as untrusted -------------------------
+# Old: read_hub_shape ("every hub failure is a `lacking` line, never a crash") raised
+# RecursionError for a deeply nested downloaded config.json.
+
+
+@pytest.mark.parametrize(
+    "text",
+    [deep_nesting(5000), '{"hidden_size": ' + deep_nesting(3000, "{") + "}", "[" * 50000],
+    ids=["deep-array", "deep-object", "unclosed"],
+)
+def test_hostile_hub_config_is_a_lacking_line(tmp_path, monkeypatch, text) -> None:
+    pytest.importorskip("huggingface_hub")
+    from headroom.probes import model_hub
+
+    files = {"config.json": tmp_path / "config.json",
+             "model.safetensors.index.json": tmp_path / "index.json"}  # fmt: skip
+    for path in files.values():
+        path.write_text(text)
+    monkeypatch.setattr(model_hub, "_download", lambda repo, name, env, t: str(files[name]))
+    model_hub.clear_cache()
+    result = model_hub.read_hub_shape("org/hostile", {"HF_HUB_OFFLINE": "1"})
+    assert result.shape is None and "not readable JSON" in (result.problem or "")
+    model_hub.clear_cache()
