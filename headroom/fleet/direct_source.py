@@ -12,7 +12,6 @@ the second DCGM scrape. Targets come from `--url`/`--dcgm` or a targets file:
 from __future__ import annotations
 
 import asyncio
-import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +26,7 @@ from headroom.probes.dcgm import DcgmProbe
 from headroom.probes.metrics import MetricsProbe, normalize_base_url
 from headroom.probes.metrics_types import ServerMetrics
 from headroom.probes.server_info import ServerInfo, read_server_info
+from headroom.probes.untrusted_json import loads_bounded
 
 HISTORY = 12
 
@@ -48,7 +48,8 @@ def parse_targets_text(text: str) -> list[DirectTarget]:
     stripped = text.strip()
     if stripped.startswith("["):
         try:
-            groups = json.loads(stripped)
+            # Bounded nesting and numbers: a deep file is a ValueError, not a RecursionError.
+            groups = loads_bounded(stripped, max_bytes=64 << 20, what="the targets file")
         except ValueError as error:
             raise ValueError(f"targets file is not valid JSON: {error}") from None
         return _from_file_sd(groups)

@@ -84,3 +84,9 @@ def test_any_json_list_is_targets_or_a_clear_valueerror(groups) -> None:
 def test_unclosed_quote_names_the_line() -> None:
     with pytest.raises(ValueError, match="line 2: No closing quotation"):
         parse_targets_text('h:8000\nh:8001 hostname="a\n')
+
+
+def test_a_deeply_nested_targets_file_is_a_clear_error() -> None:
+    # Old: json.loads raised RecursionError out of parse_targets_text (documented: ValueError).
+    with pytest.raises(ValueError, match="nests 5000 levels"):
+        parse_targets_text("[" * 5000 + "]" * 5000)
