@@ -32,6 +32,7 @@ REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 _TRUE = {"1", "true", "yes", "on"}
 _cache: dict[tuple[str, str], HubRead] = {}
 _lock = threading.Lock()
+_io_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -46,17 +47,40 @@ def looks_like_repo_id(name: str) -> bool:
 
 
 def _download(repo_id: str, filename: str, env: Mapping[str, str], timeout_s: float) -> str:
-    from huggingface_hub import hf_hub_download
+    """A file of the repo: from the HF cache when it is there, else from the hub. One HEAD
+    without retries goes first, so a hub that does not answer costs one timeout rather than
+    huggingface_hub's minute of back-off."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
-    return hf_hub_download(
-        repo_id,
-        filename,
-        cache_dir=str(hf_cache_dirs(env)[0]),
-        endpoint=env.get("HF_ENDPOINT") or None,
-        token=env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN") or False,
-        local_files_only=_offline(env),
-        etag_timeout=timeout_s,
+    endpoint = env.get("HF_ENDPOINT") or None
+    token: str | bool = env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN") or False
+    cache_dir = str(hf_cache_dirs(env)[0])
+
+    def fetch(local_only: bool) -> str:
+        path = hf_hub_download(
+            repo_id,
+            filename,
+            cache_dir=cache_dir,
+            endpoint=endpoint,
+            token=token,
+            local_files_only=local_only,
+            etag_timeout=timeout_s,
+        )
+        return str(path)  # a path (DryRunFileInfo only comes back for dry_run=True)
+
+    try:
+        return fetch(local_only=True)
+    except Exception:  # not cached yet (LocalEntryNotFoundError): ask the hub, unless offline
+        if _offline(env):
+            raise
+    get_hf_file_metadata(
+        hf_hub_url(repo_id, filename, endpoint=endpoint),
+        token=token,
+        timeout=timeout_s,
+        endpoint=endpoint,
+        retry_on_errors=False,
     )
+    return fetch(local_only=False)
 
 
 def _offline(env: Mapping[str, str]) -> bool:
@@ -74,10 +98,11 @@ def _why(exc: BaseException, repo_id: str, env: Mapping[str, str]) -> str:
             f"model {repo_id} is not on disk and HF_HUB_OFFLINE is set (or the Hub did not "
             "answer): its config.json could not be read"
         )
-    if kind == "GatedRepoError" or "401" in str(exc) or "403" in str(exc):
-        return f"the Hub refused config.json of {repo_id} (gated or private: set HF_TOKEN)"
     if kind in ("RepositoryNotFoundError", "RemoteEntryNotFoundError", "EntryNotFoundError"):
-        return f"the Hub has no config.json for {repo_id}"
+        return f"the Hub has no config.json for {repo_id} (or it is private: set HF_TOKEN)"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if kind == "GatedRepoError" or status in (401, 403):
+        return f"the Hub refused config.json of {repo_id} (gated or private: set HF_TOKEN)"
     return f"the Hub did not give config.json of {repo_id} ({kind}: {str(exc)[:200]})"
 
 
@@ -118,7 +143,8 @@ def read_hub_shape(
     with _lock:
         if key in _cache:
             return _cache[key]
-    result = _read(repo_id, env, timeout_s)
+    with _io_lock:  # one hub read at a time: the library's offline switch is process-wide
+        result = _read(repo_id, env, timeout_s)
     if result.shape is not None or _offline(env):
         with _lock:  # a transient network failure is not cached: the next call tries again
             _cache[key] = result
@@ -129,9 +155,12 @@ def _read(repo_id: str, env: Mapping[str, str], timeout_s: float) -> HubRead:
     if not looks_like_repo_id(repo_id):
         return HubRead(None, f"{repo_id!r} is neither a local path nor a Hub model id (org/name)")
     try:
+        from huggingface_hub import constants
         from huggingface_hub.utils import disable_progress_bars
 
         disable_progress_bars()  # a headless doctor prints JSON on stdout; no bars on stderr
+        # huggingface_hub read HF_HUB_OFFLINE once, at import; the `env` given decides instead
+        constants.HF_HUB_OFFLINE = _offline(env)
         path = _download(repo_id, "config.json", env, timeout_s)
     except ImportError:
         return HubRead(None, "huggingface_hub is not installed: Hub models cannot be read")

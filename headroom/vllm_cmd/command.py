@@ -143,9 +143,12 @@ class VllmCommand:
 
     @property
     def model_is_positional(self) -> bool:
-        return self.model is not None and not any(
-            o.dest == "model" for o in [*self._occurrences, *self._config_occurrences]
-        )
+        if self.model is None or any(o.dest == "model" for o in self._occurrences):
+            return False
+        # `model:` in a --config file is the file's, not a typed MODEL (vLLM's rule: a typed
+        # MODEL wins over the file's)
+        from_file = [o.value for o in self._config_occurrences if o.dest == "model"]
+        return not from_file or from_file[-1] != self.model
 
 
 def _dest_name(name: str) -> str:
