@@ -36,10 +36,14 @@ def join_gpus(
     """`servers`: (instance, host, pod). Returns GPUs per instance, and the GPUs no server
     claimed (a host with GPUs but no vLLM, or names that do not line up)."""
     gpu_list = list(gpus)
+    by_host: dict[str, list[int]] = {}  # each GPU's hosts worked out once, not per server
+    for i, gpu in enumerate(gpu_list):
+        for gpu_host in gpu_hosts(gpu):
+            by_host.setdefault(gpu_host, []).append(i)
     claimed: set[int] = set()
     out: dict[str, tuple[DcgmGpu, ...]] = {}
     for instance, host, pod in servers:
-        on_host = [i for i, g in enumerate(gpu_list) if host and host in gpu_hosts(g)]
+        on_host = by_host.get(host, []) if host else []
         if pod:
             mine = [i for i in on_host if gpu_list[i].pod == pod]
             on_host = mine or on_host

@@ -62,21 +62,25 @@ def vllm_gauges() -> str:
     return _names(VLLM_GAUGES)
 
 
-# The labels Headroom reads from dcgm-exporter series (fleet-facts.md 1). Grouping by them
-# drops the rest (device, driver version, container, pod_uid...): a third less JSON for 512
-# GPUs, same values (one series per GPU and metric). The metric name is copied into
-# `hr_metric` first, because an aggregation keeps no __name__ (grouping by __name__ itself
-# is not something to rely on across 2.x and 3.x).
-DCGM_LABELS = (
-    "hr_metric, instance, job, Hostname, hostname, gpu, UUID, uuid, GPU_I_ID, GPU_I_PROFILE, "
-    "modelName, pci_bus_id, pod, namespace, pod_name, pod_namespace, err_msg"
+# dcgm-exporter series carry long label sets (UUID, model name, bus id, pod...) on every
+# metric. Headroom asks for them once per GPU (`group by`) and for the values with only the
+# key that joins the two: (instance, gpu, GPU_I_ID), plus err_msg on the XID line. The
+# metric name is copied into `hr_metric` first, because an aggregation keeps no __name__.
+GPU_KEY = "instance, gpu, GPU_I_ID"
+IDENTITY_LABELS = (
+    "instance, job, Hostname, hostname, gpu, UUID, uuid, GPU_I_ID, GPU_I_PROFILE, "
+    "modelName, pci_bus_id, pod, namespace, pod_name, pod_namespace"
 )
 METRIC = "hr_metric"
 
 
+def dcgm_identity() -> str:
+    return f"group by ({IDENTITY_LABELS}) ({_names(DCGM_GAUGES)})"
+
+
 def dcgm_gauges() -> str:
     named = f'label_replace({_names(DCGM_GAUGES)}, "{METRIC}", "$1", "__name__", "(.+)")'
-    return f"max by ({DCGM_LABELS}) ({named})"
+    return f"max by ({METRIC}, {GPU_KEY}, err_msg) ({named})"
 
 
 def vllm_rates(w: str) -> str:
@@ -121,7 +125,8 @@ def latency_quantiles(w: str) -> str:
 def dcgm_throttle(w: str) -> str:
     """Microseconds throttled per second, per GPU and reason (0 = not throttled)."""
     return " or ".join(
-        _tag(f"rate({metric}[{w}])", reason) for reason, metric in VIOLATIONS.items()
+        _tag(f"max by ({GPU_KEY}) (rate({metric}[{w}]))", reason)
+        for reason, metric in VIOLATIONS.items()
     )
 
 

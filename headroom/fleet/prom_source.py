@@ -1,8 +1,8 @@
-"""The fleet read through a Prometheus server: targets first, then six queries at once.
+"""The fleet read through a Prometheus server: targets first, then seven queries at once.
 
-Per refresh: `/api/v1/targets`, five instant queries (vLLM gauges, vLLM rates, latency
-quantiles, DCGM gauges, DCGM throttling) and one `query_range` (the recent trend the runtime
-rules read). The count does not grow with the fleet. A query that fails leaves its part
+Per refresh: `/api/v1/targets`, six instant queries (vLLM gauges, vLLM rates, latency
+quantiles, GPU identity, DCGM values, DCGM throttling) and one `query_range` (the recent
+trend the runtime rules read). The count does not grow with the fleet. A query that fails leaves its part
 empty and adds a warning; the rest still shows. `/v1/models` and `/version` are read from
 each server directly, once, when its address is reachable (best effort).
 """
@@ -76,32 +76,37 @@ class PrometheusSource:
             self.prom.query(Q.vllm_gauges(), now),
             self.prom.query(Q.vllm_rates(w), now),
             self.prom.query(Q.latency_quantiles(w), now),
+            self.prom.query(Q.dcgm_identity(), now),
             self.prom.query(Q.dcgm_gauges(), now),
             self.prom.query(Q.dcgm_throttle(w), now),
             self.prom.query_range(Q.history(), now - step * HISTORY_POINTS, now, step),
         )
-        names = ("vLLM gauges", "vLLM rates", "latency quantiles", "DCGM", "throttling", "trend")
+        names = (
+            "vLLM gauges",
+            "vLLM rates",
+            "latency quantiles",
+            "GPU identity",
+            "DCGM",
+            "throttling",
+            "trend",
+        )
         for name, answer in zip(names, answers, strict=True):
             if not answer.ok:
                 warnings.append(f"{name} query: {answer.describe()}")
             warnings.extend(f"{name} query: {w}" for w in answer.warnings)
-        gauges, rates, quantiles, dcgm, throttle, trend = answers
+        gauges, rates, quantiles, identity, dcgm, throttle, trend = answers
         samples = _server_samples(gauges, rates, quantiles)
         by_instance = {t.instance: t for t in targets.targets}
         vllm_jobs = {labels.get("job") for s in samples.values() for labels in [s.labels]}
-        dcgm_vector = dcgm.vector()
-        dcgm_jobs = {labels.get("job") for labels, _ in dcgm_vector}
+        identity_vector = identity.vector()
+        dcgm_jobs = {labels.get("job") for labels, _ in identity_vector}
+        vllm_instances = set(samples)
+        dcgm_instances = {labels.get("instance") for labels, _ in identity_vector}
         health = tuple(
             TargetHealth(
                 t.job,
                 t.instance,
-                _kind(
-                    t,
-                    set(samples),
-                    {labels.get("instance") for labels, _ in dcgm_vector},
-                    vllm_jobs,
-                    dcgm_jobs,
-                ),
+                _kind(t, vllm_instances, dcgm_instances, vllm_jobs, dcgm_jobs),
                 t.health,
                 t.last_error,
             )
@@ -128,7 +133,7 @@ class PrometheusSource:
                 parts.append(ServerParts(t.instance, url, t.job, target.labels, down))
         if self.read_info:
             await self._read_infos(parts)
-        gpus = _gpus(dcgm_vector, throttle)
+        gpus = _gpus(identity_vector, dcgm, throttle)
         history = _history(trend)
         parts = [
             p.with_extras(self._info.get(p.instance), history.get(p.instance, ())) for p in parts
@@ -175,20 +180,30 @@ def _server_samples(
     return out
 
 
-def _gpus(dcgm: list, throttle: PromAnswer):
-    gpus = gpus_from_samples(
-        (labels.get(Q.METRIC) or labels.get("__name__", ""), labels, v) for labels, v in dcgm
-    )
+def _gpu_key(labels) -> tuple:
+    return (labels.get("instance"), labels.get("gpu"), labels.get("GPU_I_ID"))
+
+
+def _gpus(identity: list, values: PromAnswer, throttle: PromAnswer):
+    """GPU identity (once per GPU) + values (keyed) + throttling (keyed) -> DcgmGpu rows."""
+    by_key = {_gpu_key(labels): labels for labels, _ in identity}
+    samples = []
+    for labels, value in values.vector():
+        base = by_key.get(_gpu_key(labels))
+        merged = {**base, **labels} if base is not None else labels
+        samples.append((labels.get(Q.METRIC, ""), merged, value))
+    gpus = gpus_from_samples(samples)
     reasons: dict[tuple, list[str]] = {}
     for labels, value in throttle.vector():
-        key = (labels.get("instance"), labels.get("gpu"), labels.get("UUID") or labels.get("uuid"))
-        bucket = reasons.setdefault(key, [])
+        bucket = reasons.setdefault(_gpu_key(labels), [])
         if value:
             bucket.append(labels.get(Q.FIELD, "?"))
-    return tuple(
-        with_throttle(g, reasons[k]) if (k := (g.instance, g.index, g.uuid)) in reasons else g
-        for g in gpus
-    )
+
+    def key(g) -> tuple:
+        head, _, slice_id = g.index.partition("/")
+        return (g.instance, head, slice_id or None)
+
+    return tuple(with_throttle(g, reasons[k]) if (k := key(g)) in reasons else g for g in gpus)
 
 
 def _history(trend: PromAnswer) -> dict[str, tuple[ServerMetrics, ...]]:

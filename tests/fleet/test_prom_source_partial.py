@@ -114,7 +114,7 @@ async def test_partial_answers_still_give_the_servers_and_say_what_failed() -> N
     assert "latency quantiles query: execution: query processing would load too many" in text
     assert "partial response: one remote store did not answer" in text
     assert "throttling query: HTTP 502" in text
-    assert snap.requests_made == 7
+    assert snap.requests_made == 8
     assert json.dumps([w for w in snap.warnings])  # plain strings
 
 
