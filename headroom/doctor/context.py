@@ -162,7 +162,8 @@ class Context:
         from headroom.doctor.log_memory import gpu_total_from_log
 
         weights = getattr(self.facts, "weights_gib", None)
-        return gpu_total_from_log(self.raw_lines, self.utilization, weights)
+        ledger = getattr(self.facts, "ledger", None)
+        return gpu_total_from_log(self.raw_lines, self.utilization, weights, ledger)
 
     def of(self, *kinds: str) -> list[LogEvent]:
         return [e for e in self.events if e.kind in kinds]

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from headroom.probes.memory_ledger import MemoryLedger
+
 _NUM = r"(-?[\d.]+)"
 _EXACT = (
     re.compile(r"Free memory on device \(" + _NUM + r"/" + _NUM + r" ?GiB\)"),
@@ -55,9 +57,16 @@ def _last(pattern: re.Pattern, lines: list[str], group: int = 1) -> float | None
 
 
 def gpu_total_from_log(
-    lines: Iterable[str], utilization: float | None, weights_gib: float | None = None
+    lines: Iterable[str],
+    utilization: float | None,
+    weights_gib: float | None = None,
+    ledger: MemoryLedger | None = None,
 ) -> tuple[float, bool] | None:
-    """(total GiB per GPU, exact) from the log, or None when it says nothing usable."""
+    """(total GiB per GPU, exact) from the log, or None when it says nothing usable. The
+    memory ledger's total (any wording that printed it, e.g. V0's "total_gpu_memory
+    (15.77GiB) x gpu_memory_utilization") is exact too."""
+    if ledger is not None and ledger.total_gib and ledger.total_gib > 0:
+        return ledger.total_gib, True
     lines = [str(x) for x in lines]
     for pattern in _EXACT:
         group = 2 if pattern.groups == 2 else 1

@@ -34,11 +34,13 @@ _FAILURE_RANK = {
     for rank, kind in enumerate(
         [
             "unrecognized_arguments", "heads_not_divisible", "kv_heads_not_divisible",
-            "world_size_too_large", "pp_unsupported", "pp_layers_not_divisible",
+            "world_size_too_large", "ray_placement_failed", "pp_unsupported",
+            "pp_layers_not_divisible", "batched_tokens_too_small", "quantization_mismatch",
+            "model_unsupported",
             "dtype_unsupported", "kv_cache_dtype_unsupported", "quantization_unsupported",
             "free_memory_below_utilization", "memory_profiling_error", "max_seq_len_exceeds_kv",
             "no_cache_memory", "cuda_oom", "shm_full", "nccl_error", "gloo_error",
-            "graph_capture_failed", "watchdog_timeout", "config_error", "exception",
+            "graph_capture_failed", "cuda_illegal_memory", "watchdog_timeout", "config_error", "exception",
             "engine_core_failed", "engine_dead", "worker_died", "worker_exception", "traceback",
         ]
     )

@@ -120,3 +120,11 @@ def test_builder_never_raises(events):
         led.no_kv_memory,
     ):
         assert value is None or isinstance(value, (int, float, bool))
+
+
+def test_the_doctor_reads_the_gpu_total_from_the_ledger():
+    from headroom.doctor.context import Context
+
+    text = (GPU / "gpu16gb-maxlen40000-v0.6.4.log").read_text()
+    assert "total_gpu_memory=" not in text  # only the V0 sentence form gives the total here
+    assert Context(DoctorInputs(log=digest_text(text))).gpu_total == (15.77, True)

@@ -124,6 +124,50 @@ ENTRIES: tuple[S, ...] = (
       origin="raise", probe=("Pipeline parallelism is not supported for this model",), feeds="pp-unsupported",
       examples=("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models "
                 "implement the `SupportsPP` interface.",)),
+    S("ray_placement_gpus", "ray_placement_failed", "error",
+      ("exceeds the total number of available GPUs in the placement group", "Cannot provide a placement group requiring"),
+      r"requiring (?P<gpus_required>\d+) GPUs", require_match=False, origin="raise",
+      probe=("exceeds the total number of available GPUs in the placement group",
+             "Cannot provide a placement group requiring"), fields=("gpus_required",),
+      feeds="ray-placement-failed: TP x PP is more GPUs than the Ray cluster has (lower TP/PP, or add nodes)",
+      examples=("ValueError: The number of required GPUs exceeds the total number of available GPUs in the "
+                "placement group.",
+                "ValueError: Cannot provide a placement group requiring 8 GPUs (placement_group_specs=[{'GPU': 1.0}]) "
+                "within 1800 seconds.")),
+    # --- scheduler limits -------------------------------------------------------------------
+    S("batched_tokens_below_max_len", "batched_tokens_too_small", "error", ("is smaller than max_model_len",),
+      r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) is smaller than max_model_len "
+      r"\((?P<max_model_len>\d+)\)", origin="raise", probe=("is smaller than max_model_len",),
+      fields=("max_num_batched_tokens", "max_model_len"),
+      feeds="step 4: raise --max-num-batched-tokens to max_model_len (or lower max_model_len)",
+      examples=("ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096). This effectively "
+                "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer "
+                "sequences. Please increase max_num_batched_tokens or decrease max_model_len.",)),
+    S("batched_tokens_below_max_seqs", "batched_tokens_too_small", "error",
+      ("must be greater than or equal to max_num_seqs",),
+      r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) must be greater than or equal to "
+      r"max_num_seqs \((?P<max_num_seqs>\d+)\)", origin="raise",
+      probe=("must be greater than or equal to max_num_seqs",), fields=("max_num_batched_tokens", "max_num_seqs"),
+      feeds="step 4: --max-num-seqs at most --max-num-batched-tokens",
+      examples=("ValueError: max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256).",)),
+    S("v1_prompt_longer_than_max_len", "prompt_too_long", "warning", ("is longer than the maximum model length of",),
+      r"prompt \(length (?P<prompt_tokens>\d+)\) is longer than the maximum model length of (?P<limit>\d+)",
+      origin="raise", probe=("is longer than the maximum model length of",), fields=("prompt_tokens", "limit"),
+      feeds=NOT_CONFIG + ": a client's prompt longer than max_model_len (raise max_model_len only if it fits)",
+      examples=("ValueError: The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make "
+                "sure that `max_model_len` is no smaller than the number of text tokens.",)),
+    S("openai_context_length", "prompt_too_long", "warning", ("maximum context length is",),
+      r"maximum context length is (?P<limit>\d+) tokens", origin="raise", probe=("maximum context length is",),
+      fields=("limit",), feeds=NOT_CONFIG + ": a client's request longer than max_model_len (HTTP 400)",
+      examples=("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in "
+                "the messages, 1000 in the completion). Please reduce the length of the messages or completion.",)),
+    # --- model support ----------------------------------------------------------------------
+    S("architecture_unsupported", "model_unsupported", "error", ("are not supported for now",),
+      r"Model architectures (?P<architectures>\[.*?\]) are not supported for now", origin="raise", quoted=True,
+      probe=("are not supported for now",), fields=("architectures",),
+      feeds=NOT_CONFIG + ": this vLLM does not know the architecture; upgrade vLLM",
+      examples=("ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported "
+                "architectures: dict_keys(['LlamaForCausalLM'])",)),
     # --- dtype, fp8, quantization -----------------------------------------------------------
     S("bf16_unsupported", "dtype_unsupported", "error", ("Bfloat16 is only supported on GPUs",),
       r"Your (?P<gpu>.+?) GPU has compute capability (?P<capability>[\d.]+)", origin="raise",
@@ -152,6 +196,14 @@ ENTRIES: tuple[S, ...] = (
       feeds="quantization-unsupported: another checkpoint/method for this GPU (no memory knob)",
       examples=("ValueError: The quantization method fp8 is not supported for the current GPU. Minimum "
                 "capability: 80. Current capability: 75.",)),
+    S("quantization_mismatch", "quantization_mismatch", "error",
+      ("does not match the quantization method specified in the",),
+      r"model config \((?P<checkpoint_method>[^)]+)\) does not match the quantization method specified in the "
+      r"`quantization` argument \((?P<method>[^)]+)\)", origin="raise",
+      probe=("does not match the quantization method specified in the",), fields=("checkpoint_method", "method"),
+      feeds="quantization-mismatch: drop --quantization (the checkpoint names its own method)",
+      examples=("ValueError: Quantization method specified in the model config (gptq) does not match the "
+                "quantization method specified in the `quantization` argument (awq).",)),
     # --- command line and configuration -------------------------------------------------------
     S("unrecognized_arguments", "unrecognized_arguments", "error", ("unrecognized arguments:",),
       r"unrecognized arguments: (?P<args>.*)$", "unrecognized", origin="argparse", library="argparse",

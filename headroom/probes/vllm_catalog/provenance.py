@@ -423,6 +423,60 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'ray_placement_gpus': (
+        ('0.3.3', '0.4.3', '0.32.0', '0.33.0'),
+        (
+            '0.3.3: vllm/engine/ray_utils.py:124',
+            '0.4.3: vllm/executor/ray_utils.py:101',
+            '0.32.0: vllm/v1/executor/ray_utils.py:490',
+        ),
+        (),
+    ),
+    'batched_tokens_below_max_len': (
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.3.3: vllm/config.py:473',
+            '0.10.2: vllm/config/scheduler.py:255',
+        ),
+        (),
+    ),
+    'batched_tokens_below_max_seqs': (
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.3.3: vllm/config.py:481',
+            '0.10.2: vllm/config/scheduler.py:264',
+        ),
+        (),
+    ),
+    'v1_prompt_longer_than_max_len': (
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.7.3: vllm/v1/engine/processor.py:252',
+            '0.8.5: vllm/engine/llm_engine.py:2064, vllm/v1/engine/processor.py:381',
+            '0.11.0: vllm/v1/engine/processor.py:536',
+            '0.32.0: vllm/v1/engine/input_processor.py:589, vllm/v1/engine/input_processor.py:600',
+        ),
+        (),
+    ),
+    'openai_context_length': (
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.3.3: vllm/entrypoints/openai/serving_engine.py:166',
+            '0.10.2: vllm/entrypoints/openai/serving_engine.py:648, vllm/entrypoints/openai/serving_engine.py:676, vllm/entrypoints/openai/serving_engine.py:685, vllm/entrypoints/renderer.py:386',
+            '0.32.0: vllm/renderers/params.py:389, vllm/renderers/params.py:528',
+        ),
+        (),
+    ),
+    'architecture_unsupported': (
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.3.3: vllm/model_executor/model_loader.py:36, vllm/model_executor/neuron_model_loader.py:31',
+            '0.4.3: vllm/model_executor/model_loader/utils.py:36',
+            '0.5.5: vllm/model_executor/models/__init__.py:168',
+            '0.6.4.post1: vllm/model_executor/models/registry.py:353',
+        ),
+        (),
+    ),
     'bf16_unsupported': (
         ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
@@ -450,6 +504,15 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
             '0.7.3: vllm/config.py:3230, vllm/model_executor/layers/quantization/moe_wna16.py:52',
             '0.10.2: vllm/config/__init__.py:3290, vllm/model_executor/layers/quantization/moe_wna16.py:54',
             '0.32.0: vllm/config/vllm.py:903, vllm/model_executor/layers/quantization/moe_wna16.py:88',
+        ),
+        (),
+    ),
+    'quantization_mismatch': (
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.3.3: vllm/config.py:178',
+            '0.10.2: vllm/config/__init__.py:1205',
+            '0.11.0: vllm/config/model.py:955',
         ),
         (),
     ),

@@ -44,6 +44,10 @@ ENTRIES: tuple[S, ...] = (
       feeds=NOT_CONFIG + ": NCCL inside CUDA-graph capture (old vLLM/NCCL); upgrade, or --enforce-eager to start",
       examples=("[E ProcessGroupNCCL.cpp:915] [Rank 0] NCCL watchdog thread terminated with exception: CUDA error: "
                 "operation not permitted when stream is capturing",)),
+    S("cuda_illegal_memory", "cuda_illegal_memory", "error", ("an illegal memory access was encountered",),
+      origin="torch", library="PyTorch / CUDA runtime (cudaErrorIllegalAddress)",
+      feeds=NOT_CONFIG + ": a kernel bug; upgrade vLLM, or --enforce-eager to rule out CUDA graphs",
+      examples=("RuntimeError: CUDA error: an illegal memory access was encountered",)),
     S("pynccl_error", "nccl_error", "error", ("NCCL error", "NCCL Error", "unhandled system error", "unhandled cuda error"),
       r"(?:NCCL [Ee]rror:? (?P<reason>[^(]+?)(?: \(run with|\s*$)|(?P<reason2>unhandled (?:system|cuda) error))",
       "nccl_error", origin="raise", probe=("NCCL error",), fields=("reason",), feeds="nccl-error (/dev/shm, IPC_LOCK, NCCL env)",
