@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from headroom.probes.untrusted_json import loads_bounded, typed_fields
 from headroom.supervisor.paths import journal_path
@@ -186,23 +187,26 @@ class Journal:
         out: list[RunRecord] = []
         self.skipped = []
         try:
-            raw = self.path.read_bytes()
+            fh = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
         except FileNotFoundError:
             return out
-        for lineno, line in enumerate(raw.split(b"\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                # Bounded: one hostile line (deep nesting, 300-digit numbers) is skipped
-                # instead of stopping `headroom runs` or keeping `serve` from becoming ready.
-                data = loads_bounded(line, max_bytes=MAX_LINE_BYTES, what="the line")
-                if not isinstance(data, dict):
-                    raise ValueError("not a JSON object")
-                out.append(RunRecord.from_json(data))
-            except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-                why = f"{self.path}:{lineno}: skipped a corrupt journal line ({exc})"
-                self.skipped.append(why)
-                warnings.warn(why, JournalWarning, stacklevel=2)
+        with fh:
+            for lineno, line in _bounded_lines(fh):
+                if line is not None and not line.strip():
+                    continue
+                try:
+                    if line is None:
+                        raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes")
+                    # Bounded: one hostile line (deep nesting, 300-digit numbers) is skipped
+                    # instead of stopping `headroom runs` or keeping `serve` from being ready.
+                    data = loads_bounded(line, max_bytes=MAX_LINE_BYTES, what="the line")
+                    if not isinstance(data, dict):
+                        raise ValueError("not a JSON object")
+                    out.append(RunRecord.from_json(data))
+                except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+                    why = f"{self.path}:{lineno}: skipped a corrupt journal line ({exc})"
+                    self.skipped.append(why)
+                    warnings.warn(why, JournalWarning, stacklevel=2)
         return out
 
     def get(self, run_id: str) -> RunRecord | None:
@@ -250,6 +254,23 @@ class Journal:
             os.close(fd)
         os.replace(tmp, self.path)
         _fsync_dir(self.path.parent)
+
+
+def _bounded_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, line) of a journal; None for a line over MAX_LINE_BYTES, which is
+    skipped without ever being held whole (a hostile multi-gigabyte line)."""
+    lineno = 0
+    while True:
+        line = fh.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = fh.readline(1 << 20)
+            yield lineno, None
+            continue
+        yield lineno, line.rstrip(b"\n")
 
 
 def _ends_with_newline(fd: int) -> bool:

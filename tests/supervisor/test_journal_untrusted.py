@@ -69,3 +69,15 @@ def test_runs_command_survives_any_hostile_field(tmp_path, capsys, field, raw) -
     for fmt in ([], ["--csv"], ["--json"], ["--markdown"]):
         assert runs_cli.main([*fmt, "--journal", str(path)]) == 0
     assert "ok" in capsys.readouterr().out
+
+
+def test_a_line_over_the_limit_is_skipped_without_being_held(tmp_path, monkeypatch) -> None:
+    from headroom.supervisor import journal as journal_module
+
+    monkeypatch.setattr(journal_module, "MAX_LINE_BYTES", 1000)
+    path = tmp_path / "runs.jsonl"
+    huge = '{"run_id": "x", "notes": "' + "n" * 5000 + '"}'
+    path.write_text(json.dumps(_good("a")) + "\n" + huge + "\n" + json.dumps(_good("b")) + "\n")
+    journal = Journal(path)
+    assert [r.run_id for r in journal.records()] == ["a", "b"]
+    assert "longer than 1,000 bytes" in journal.skipped[0] and ":2:" in journal.skipped[0]
