@@ -182,3 +182,32 @@ async def test_credentials_are_sent_and_never_shown() -> None:
     await bearer.targets()
     assert seen[-1] == "Bearer tok-123"
     await client.aclose()
+
+
+async def test_only_parameters_prometheus_2_42_knows_are_sent() -> None:
+    """fleet-facts.md section 2: 3.x adds limit, lookback_delta, stats; 2.42 would reject
+    nothing but ignore them, and a later 2.x proxy might not: never send them."""
+    import time
+
+    import httpx
+
+    from headroom.probes.prom_api import PrometheusClient
+
+    sent: list[set[str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        params = dict(httpx.QueryParams(request.content.decode() or request.url.query.decode()))
+        sent.append(set(params))
+        return httpx.Response(
+            200, json={"status": "success", "data": {"resultType": "vector", "result": []}}
+        )
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    prom = PrometheusClient("http://prom:9090", client=client)
+    await prom.query("up", time.time())
+    await prom.query_range("up", time.time() - 60, time.time(), 15)
+    await prom.targets()
+    await client.aclose()
+    assert sent[0] <= {"query", "time", "timeout"}
+    assert sent[1] <= {"query", "start", "end", "step", "timeout"}
+    assert sent[2] <= {"state", "scrapePool"}
