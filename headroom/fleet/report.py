@@ -14,6 +14,7 @@ from typing import Any
 from headroom.doctor.findings import finding_to_json
 from headroom.fleet.model import FleetFinding, FleetServer, FleetSnapshot
 from headroom.probes.dcgm import DcgmGpu
+from headroom.probes.safe_text import safe_text
 
 SERVER_KEYS = (
     "instance",
@@ -166,7 +167,7 @@ def snapshot_to_csv(snap: FleetSnapshot) -> str:
             _fmt_csv(sum(utils) / len(utils) if utils else None),
             _fmt_csv(sum(used) if used else None),
             _fmt_csv(sum(power) if power else None),
-            " ".join(f"{g.index}:{g.xid}" for g in s.gpus if g.xid),
+            safe_text(" ".join(f"{g.index}:{g.xid}" for g in s.gpus if g.xid)),
             " ".join(f"{g.index}:{'/'.join(g.throttle or ())}" for g in s.gpus if g.throttle),
         ]
         ids = " ".join(sorted({f.finding.id for f in s.findings}))
@@ -241,13 +242,15 @@ def render_text(snap: FleetSnapshot) -> str:
     gpus = sum(len(s.gpus) for s in snap.servers) + len(snap.unmatched_gpus)
     head = f"fleet via {snap.source}: {up}/{len(snap.servers)} servers up, {gpus} GPUs"
     out = [head, "", *lines]
+    out = [safe_text(line) for line in out]  # server strings reach a terminal: no escapes
     if snap.findings:
         out += ["", "fleet findings:"]
         out += [
-            f"  [{f.finding.severity}] {f.finding.id}: {f.finding.title}" for f in snap.findings
+            safe_text(f"  [{f.finding.severity}] {f.finding.id}: {f.finding.title}")
+            for f in snap.findings
         ]
     if snap.warnings:
-        out += ["", "warnings:"] + [f"  {w}" for w in snap.warnings]
+        out += ["", "warnings:"] + [safe_text(f"  {w}") for w in snap.warnings]
     return "\n".join(out) + "\n"
 
 
@@ -262,7 +265,7 @@ def _fmt_csv(value: Any) -> str:
         return ""
     if isinstance(value, float):
         return f"{value:.6g}"
-    return str(value)
+    return safe_text(value)
 
 
 def _pct(value: float | None) -> str:
