@@ -18,7 +18,10 @@ def lab(tmp_path_factory):
     lab = Lab(tmp_path_factory.mktemp("direct"))
     try:
         lab.start_sim("node-1")
-        lab.start_sim("node-2", faults="4:power")
+        # a newer exporter: lowercase `hostname` (dcgm-exporter d5e5f51)
+        lab.start_sim(
+            "node-2", faults="4:power", env_extra={"HEADROOM_SIM_DCGM_HOSTNAME_LABEL": "hostname"}
+        )
         # the same model with twice the KV budget: a replica unlike its peers
         lab.start_sim("node-3", extra_flags=["--kv-cache-memory-bytes", "8000000"])
         lab.wait_sims()

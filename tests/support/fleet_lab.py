@@ -116,7 +116,13 @@ class Lab:
     def prom_url(self) -> str:
         return f"http://127.0.0.1:{self.prom_port}"
 
-    def start_sim(self, host: str, faults: str = "", extra_flags: list[str] | None = None) -> Sim:
+    def start_sim(
+        self,
+        host: str,
+        faults: str = "",
+        extra_flags: list[str] | None = None,
+        env_extra: dict[str, str] | None = None,
+    ) -> Sim:
         scenario = self.tmp / "fleet-node.toml"
         scenario.write_text(SCENARIO)
         port = free_port()
@@ -127,6 +133,7 @@ class Lab:
             HEADROOM_SIM_HOSTNAME=host,
             HEADROOM_SIM_GPU_FAULTS=faults,
         )
+        env.update(env_extra or {})
         argv = [
             sys.executable,
             "-m",
