@@ -259,4 +259,46 @@ def pp_bubbles(ctx) -> list[Finding]:
     ]
 
 
-RULES = (kv_full_with_preemptions, queue_growing_kv_full, ttft_rising_with_waiting, pp_bubbles)
+def preemptions_in_log(ctx) -> list[Finding]:
+    """V0's scheduler warns on every preemption ("Sequence group N is preempted by
+    PreemptionMode.RECOMPUTE mode because there is not enough KV cache space ...
+    total_num_cumulative_preemption=M", vllm/core/scheduler.py 0.4-0.10): the log alone says
+    the KV cache is too small for the load, without /metrics. Skipped when the metrics rule
+    already speaks for the same server."""
+    events = ctx.of("preemption")
+    if not events or kv_full_with_preemptions(ctx):
+        return []
+    totals = [e.fields.get("total") for e in events if isinstance(e.fields.get("total"), int)]
+    evidence = [events[-1].line.strip()[:400]]
+    evidence.append(
+        f"{len(events)} preemption warning(s) in the log"
+        + (f"; {max(totals)} preemptions since start" if totals else "")
+    )
+    seqs = ctx.knobs.max_num_seqs
+    acts = [
+        A.raise_kv_budget(
+            ctx, None, "more KV cache means fewer preemptions (free: no new hardware)"
+        ),
+        A.lower_max_num_seqs(seqs, None, "fewer sequences share the KV cache") if seqs else None,
+        A.fp8_kv(ctx, "twice the tokens in the same memory"),
+        A.raise_tp(ctx, _next_tp(ctx), "more GPUs hold more KV cache"),
+    ]
+    return [
+        Finding(
+            "kv-full-preemptions-log",
+            4,
+            "warning",
+            "Requests are preempted: the KV cache is too small for the load",
+            tuple(evidence),
+            tuple(a for a in acts if a is not None),
+        )
+    ]
+
+
+RULES = (
+    kv_full_with_preemptions,
+    preemptions_in_log,
+    queue_growing_kv_full,
+    ttft_rising_with_waiting,
+    pp_bubbles,
+)

@@ -113,3 +113,27 @@ def test_sleep_mode_wake_up_oom_lowers_utilization_not_raises_tp():
     assert top.id == "cuda-oom-sleep-wake"
     assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "lower")
     assert not any(a.knob == "tensor_parallel_size" for a in top.actions)
+
+
+def test_preemption_warnings_in_a_v0_log_raise_the_kv_budget():
+    line = (
+        "WARNING 08-20 10:18:39 scheduler.py:1141] Sequence group 147 is preempted by "
+        "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. This can "
+        "affect the end-to-end performance. Increase gpu_memory_utilization or "
+        "tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption=51"
+    )
+    top = _top(line, ["vllm", "serve", "m", "--gpu-memory-utilization", "0.85"])
+    assert top.id == "kv-full-preemptions-log" and top.step == 4
+    assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "raise")
+
+
+def test_the_v1_kv_shortfall_without_the_parenthesis_is_read():
+    # newer releases print "(180000), 3.05 GiB KV cache is needed" (noonghunna/club-3090#35)
+    top = _top(
+        "ValueError: To serve at least one request with the model's max seq len (180000), 3.05 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (2.17 GiB). "
+        "Based on the available memory, the estimated maximum model length is 111456.",
+        ["vllm", "serve", "m", "--max-model-len", "180000", "--gpu-memory-utilization", "0.93"],
+    )
+    assert top.id.startswith("max-seq-len-exceeds-kv")
+    assert any(a.knob == "max_model_len" and a.direction == "lower" for a in top.actions)

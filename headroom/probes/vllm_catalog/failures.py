@@ -12,7 +12,7 @@ _OOM_TAIL = ("If reserved but unallocated memory is large try setting "
 ENTRIES: tuple[S, ...] = (
     # --- KV cache and memory --------------------------------------------------------------
     S("v1_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("KV cache is needed",),
-      r"the models?'s max seq len \((?P<max_seq_len>\d+)\), \((?P<needed_gib>[\d.]+) Gi?B KV cache is needed, "
+      r"the models?'s max seq len \((?P<max_seq_len>\d+)\), \(?(?P<needed_gib>[\d.]+) Gi?B KV cache is needed, "
       r"which is larger than the available KV cache memory \((?P<available_gib>[\d.]+) Gi?B\)\."
       r"(?: Based on the available memory, the estimated maximum model length is (?P<estimated_max_len>\d+))?",
       origin="raise", probe=("To serve at least one request with the",),
