@@ -7,6 +7,16 @@ a higher-ranked finding, and gives each of the five steps a status.
 
 from __future__ import annotations
 
+from headroom.doctor import (
+    rules_compat,
+    rules_gpu,
+    rules_multinode,
+    rules_oom,
+    rules_parallel,
+    rules_runtime,
+    rules_startup,
+    rules_topology,
+)
 from headroom.doctor.context import Context
 from headroom.doctor.findings import (
     STEP_NAMES,
@@ -19,6 +29,14 @@ from headroom.doctor.findings import (
     plan_to_changes,
 )
 from headroom.doctor.gpu_spec import GpuSpec, GpuSpecError, parse_gpu_spec
+from headroom.doctor.steps import (
+    dedupe_actions,
+    drop_infeasible,
+    rank,
+    resolve_conflicts,
+    step_by_top_action,
+    step_statuses,
+)
 from headroom.probes.model import describe_unread
 
 __all__ = [
@@ -39,17 +57,6 @@ __all__ = [
 
 
 def all_rules():
-    from headroom.doctor import (
-        rules_compat,
-        rules_gpu,
-        rules_multinode,
-        rules_oom,
-        rules_parallel,
-        rules_runtime,
-        rules_startup,
-        rules_topology,
-    )
-
     return (
         rules_startup.RULES
         + rules_oom.RULES
@@ -65,15 +72,6 @@ def all_rules():
 def diagnose(inputs: DoctorInputs) -> Diagnosis:
     """Every rule over the inputs; never raises on missing or odd data (a rule that fails is
     reported as an info finding rather than hiding the others)."""
-    from headroom.doctor.steps import (
-        dedupe_actions,
-        drop_infeasible,
-        rank,
-        resolve_conflicts,
-        step_by_top_action,
-        step_statuses,
-    )
-
     ctx = Context(inputs)
     findings: list[Finding] = []
     for rule in all_rules():

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from headroom.doctor.findings import Action
-from headroom.doctor.memory_model import GIB, heads_valid, kv_bytes_per_token
+from headroom.doctor.gpu_table import GPUS
+from headroom.doctor.memory_model import GIB, account, heads_valid, kv_bytes_per_token
 
 MAX_UTILIZATION = 0.95  # above this the CUDA context and graphs have no room left
 MARGIN = 0.01  # of the GPU, on top of a computed utilization: estimates err by ~0.8 GiB
@@ -19,8 +20,6 @@ MARGIN = 0.01  # of the GPU, on top of a computed utilization: estimates err by 
 def largest_known_gpu_gib() -> float:
     """The largest CUDA total in the built-in GPU table: no raise of utilization can give
     more than (0.95 - current) x this, whatever the (unknown) GPU."""
-    from headroom.doctor.gpu_table import GPUS
-
     return max(g.usable_gib for g in GPUS)
 
 
@@ -218,8 +217,6 @@ def lowest_fitting_tp(ctx, tokens_needed: int | None = None) -> int | None:
     """The smallest valid TP (within the node's GPUs) whose account fits the weights and
     `tokens_needed` KV tokens (default: one max_model_len request)."""
     from dataclasses import replace
-
-    from headroom.doctor.memory_model import account
 
     if ctx.model is None or ctx.gpu is None:
         return None

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from headroom.doctor.estimate_error import fit_range
+from headroom.doctor.findings import Action
 from headroom.doctor.memory_model import (
     GIB,
     Knobs,
@@ -432,8 +434,6 @@ def fix_actions(
     nothing fits these GPUs, advice naming what would. ([], []) without model and GPUs.
     `margin`: a cut of max_model_len goes to the low end of the estimate's range (its
     measured error, planner.fit_range), and says so."""
-    from headroom.doctor.findings import Action
-
     model, gpu = ctx.model, ctx.gpu
     if model is None or gpu is None:
         return [], []
@@ -461,8 +461,6 @@ def fix_actions(
     changes = dict(best.changes)
     notes = [summary(best.account, want_tokens)]
     if margin and "max_model_len" in changes:
-        from headroom.doctor.estimate_error import fit_range
-
         low, high, reasons = fit_range(model, gpu, best.knobs, ctx.version, best.account)
         cut = int(str(changes["max_model_len"]))
         safe = max(min(low, cut) // 16 * 16, 16)

@@ -8,6 +8,7 @@ from functools import cached_property
 
 from headroom.doctor.findings import DoctorInputs
 from headroom.doctor.gpu_spec import GpuSpec, spec_from_snapshot
+from headroom.doctor.log_memory import gpu_total_from_log
 from headroom.doctor.memory_model import (
     Knobs,
     MemoryAccount,
@@ -16,7 +17,7 @@ from headroom.doctor.memory_model import (
     with_log_facts,
 )
 from headroom.doctor.model_table import find_model
-from headroom.doctor.versions import parse_version
+from headroom.doctor.versions import default_utilization, effective_version, parse_version
 from headroom.probes.model import ModelShape
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
 
@@ -159,8 +160,6 @@ class Context:
         what the log says (see log_memory.gpu_total_from_log), else None."""
         if self.gpu is not None:
             return self.gpu.min_usable_gib, True
-        from headroom.doctor.log_memory import gpu_total_from_log
-
         weights = getattr(self.facts, "weights_gib", None)
         ledger = getattr(self.facts, "ledger", None)
         return gpu_total_from_log(self.raw_lines, self.utilization, weights, ledger)
@@ -172,8 +171,6 @@ class Context:
     def utilization(self) -> float:
         if self.knobs.gpu_memory_utilization:
             return self.knobs.gpu_memory_utilization
-        from headroom.doctor.versions import default_utilization, effective_version
-
         return default_utilization(effective_version(self.version))
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from headroom.doctor.candidates import MAX_UTILIZATION, _needed_utilization
 from headroom.doctor.estimate_error import (
     KV_ESTIMATE_ERROR_GIB,
     KV_ESTIMATE_ERROR_REL,
@@ -26,6 +27,7 @@ from headroom.doctor.memory_model import (
     MemoryAccount,
     account,
     heads_valid,
+    knobs_from_command,
 )
 from headroom.doctor.versions import (
     default_utilization,
@@ -94,8 +96,6 @@ def plan(
     """Choose (or, given a command line, evaluate) a TP/PP layout for `model` on `gpu` x nodes."""
     if goal not in ("latency", "throughput"):
         raise ValueError(f"goal must be latency or throughput, not {goal!r}")
-    from headroom.doctor.memory_model import knobs_from_command
-
     base = knobs_from_command(command) if command is not None else Knobs()
     ver = effective_version(version)
     context = context or base.max_model_len or model.max_position_embeddings or 8192
@@ -232,8 +232,6 @@ def plan(
 def _raise_utilization(model, gpu, base, version, tp, pp, wanted, ver):
     """(knobs, account) with gpu_memory_utilization raised to what `wanted` tokens need, or
     to 0.95 when even that is short; None when the default is already 0.95 or more."""
-    from headroom.doctor.candidates import MAX_UTILIZATION, _needed_utilization
-
     default = default_utilization(ver)
     if default >= MAX_UTILIZATION:
         return None

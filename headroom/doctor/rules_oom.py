@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from headroom.doctor import actions as A
+from headroom.doctor.candidates import fix_actions, is_quantized
 from headroom.doctor.findings import Action, Finding
+from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.probes.vllm_log import LogEvent
 
 
@@ -170,8 +172,6 @@ def _oom_gpu(ctx):
     total = events[0].fields.get("total_gib") if events else None
     if not total:
         return None, False
-    from headroom.doctor.gpu_spec import parse_gpu_spec
-
     return parse_gpu_spec(f"8xGPU:{float(total):.2f}"), False
 
 
@@ -180,8 +180,6 @@ def _weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Fin
     against the memory model; a quantized checkpoint after it, and never for a checkpoint
     that already is quantized."""
     from dataclasses import replace as _replace
-
-    from headroom.doctor.candidates import fix_actions, is_quantized
 
     evidence = list(evidence)
     acc = ctx.account

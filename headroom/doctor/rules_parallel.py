@@ -11,6 +11,7 @@ from dataclasses import replace
 from headroom.doctor import actions as A
 from headroom.doctor.candidates import fix_actions
 from headroom.doctor.findings import Action, Finding
+from headroom.doctor.memory_model import account
 
 
 def heads_not_divisible(ctx) -> list[Finding]:
@@ -117,8 +118,6 @@ def _fits(ctx, tp: int) -> bool:
     if ctx.model is None or ctx.gpu is None:
         return True
     from dataclasses import replace
-
-    from headroom.doctor.memory_model import account
 
     acc = account(ctx.model, ctx.gpu, replace(ctx.knobs, tp=tp), ctx.version)
     return acc.fits

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.candidates import fix_actions
+from headroom.doctor.estimate_error import fit_range
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.log_memory import available_kv_from_log
 from headroom.doctor.memory_model import GIB, fit_len, kv_bytes_per_token
@@ -349,8 +350,6 @@ def predicted_misfit(ctx) -> list[Finding]:
 def _fit_range_line(ctx, acc) -> str:
     """The estimate's fit as a range with its reasons (the measured error; the releases'
     rules when the release is unknown), as `plan` shows it."""
-    from headroom.doctor.estimate_error import fit_range
-
     low, high, reasons = fit_range(ctx.model, ctx.gpu, ctx.knobs, ctx.version, acc)
     return (
         f"max_model_len fits up to {acc.max_model_len_fit:,} by the estimate, range "

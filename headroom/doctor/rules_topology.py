@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding
+from headroom.doctor.memory_model import account
 from headroom.probes.topology_verdict import tp_verdicts
 
 _SLOW = ("PHB", "NODE", "SYS", "SOC")
@@ -29,8 +30,6 @@ def _smaller_tp(ctx, tp: int) -> int | None:
     """The largest TP below `tp` that divides it, divides the heads, sits on links that are
     at least tolerable and still fits in memory with PP making up the GPUs."""
     from dataclasses import replace
-
-    from headroom.doctor.memory_model import account
 
     if ctx.model is not None:
         candidates = [t for t in A.valid_tps(ctx.model, tp - 1) if tp % t == 0]

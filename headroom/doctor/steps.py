@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from headroom.doctor.candidates import action_problems
 from headroom.doctor.findings import STEP_NAMES, Action, Finding, StepStatus, finding_step
+from headroom.doctor.rules_parallel import gpus_per_node
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -160,8 +162,6 @@ def drop_infeasible(finding: Finding, ctx) -> Finding:
     """Remove every action the memory model says breaks a step (a TP whose weights do not
     fit, a utilization that leaves no KV cache, a TP beyond the node), and say why in the
     evidence. Without the model and the GPUs nothing can be checked, so nothing is removed."""
-    from headroom.doctor.candidates import action_problems
-
     if ctx.model is None or ctx.gpu is None or not finding.actions:
         return finding
     kept, notes = [], []
@@ -224,8 +224,6 @@ def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
             return "ok", why + "; links unknown (no topology)"
         return "ok", why
     if step == 3:
-        from headroom.doctor.rules_parallel import gpus_per_node
-
         nodes = ctx.nodes
         per_node, source = gpus_per_node(ctx, nodes)
         if per_node is None:
