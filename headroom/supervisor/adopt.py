@@ -11,6 +11,7 @@ import psutil
 
 from headroom.supervisor.journal import Journal
 from headroom.supervisor.process import ManagedProcess, process_create_time
+from headroom.supervisor.secret_store import read_secrets, restore
 from headroom.supervisor.settings import SupervisorSettings
 from headroom.supervisor.statefile import ServerRecord, list_states, read_state
 from headroom.supervisor.supervisor import EventListener, Supervisor
@@ -33,19 +34,22 @@ def adopt(
 ) -> Supervisor:
     """A Supervisor bound to the running server of `record`; call `await sup.watch()`.
 
-    The stored command line and env are redacted; secrets for a later restart must come
-    from the environment again. settings.launcher is taken from the record.
+    The stored command line and env are redacted; the secrets a later relaunch needs come
+    from the side file next to the state file. settings.launcher is taken from the record.
     """
     process = ManagedProcess.adopt(record.pid, record.pgid, record.create_time)
     if process is None:
         raise AdoptError(f"the server of {record.url} (pid {record.pid}) is no longer running")
-    argv = ["vllm", "serve", *([record.model] if record.model else []), *record.flags]
+    settings = _with_launcher(settings, record.launcher)
+    # The secrets a relaunch needs come back from the 0600 side file (secret_store.py);
+    # what cannot come back stays redacted, and a relaunch with it is refused.
+    flags, env = restore(record.flags, record.env, read_secrets(record.port, settings.state_dir))
+    argv = ["vllm", "serve", *([record.model] if record.model else []), *flags]
     try:
         command = parse_command(argv)
     except CommandLineError as exc:
         raise AdoptError(f"the state file's command line cannot be read: {exc}") from exc
-    env = {k: v for k, v in record.env.items() if REDACTED_MARK not in v}
-    settings = _with_launcher(settings, record.launcher)
+    env = {k: v for k, v in env.items() if REDACTED_MARK not in v}
     sup = Supervisor(
         command, settings, env=env, journal=journal, on_event=on_event, nvml_probe=nvml_probe
     )

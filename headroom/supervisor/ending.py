@@ -23,7 +23,8 @@ class RunEnder:
     async def finish_failed(self, why: str, *, outcome: str) -> None:
         """A run that will not serve: make sure it is gone, diagnose, journal, say why."""
         host, run = self.host, self.host.run
-        if run.process is not None and run.process.alive():
+        # Not only a live leader: when it died, what it started may live on in its group.
+        if run.process is not None and run.process.anything_left():
             await self.stop_process()
         host.read_log(final=True)
         if outcome == "failed" and run.failure_kind != "ready_timeout":
@@ -129,7 +130,11 @@ class RunEnder:
         was = host.state
         await host.close()
         if was in (ServerState.FAILED, ServerState.STOPPED) and not run.process.alive():
-            return  # already over and journaled
+            # Already over and journaled; whatever it left behind goes now (a worker that
+            # outlived a crashed leader), without touching the run's record.
+            if run.process.anything_left():
+                await self.stop_process()
+            return
         host.set_state(ServerState.STOPPING, "stop requested")
         await self.stop_process()
         host.read_log(final=True)

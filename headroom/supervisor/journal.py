@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from headroom.probes.untrusted_json import loads_bounded, typed_fields
-from headroom.supervisor.paths import journal_path
+from headroom.supervisor.paths import journal_path, private_dir
 
 MAX_LINE_BYTES = 8 << 20  # a run with findings and a bench is ~10 KB
 
@@ -162,7 +162,7 @@ class Journal:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

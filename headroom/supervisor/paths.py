@@ -52,3 +52,16 @@ def journal_path(base: Path | None = None) -> Path:
 
 def logs_dir(base: Path | None = None) -> Path:
     return (base or data_dir()) / "logs"
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and its parents) for Headroom's own files: the folder itself is 0700,
+    as its per-run logs and state files may show what a server was started with. A folder
+    Headroom made earlier with wider rights is narrowed; parents are left as they are."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass  # not ours to change (a shared folder given by the user): leave it
+    return path

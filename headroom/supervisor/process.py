@@ -18,6 +18,8 @@ from pathlib import Path
 
 import psutil
 
+from headroom.supervisor.paths import private_dir
+
 
 class LaunchError(RuntimeError):
     """The process could not be started at all (binary missing, not executable...)."""
@@ -51,8 +53,10 @@ class ManagedProcess:
     def spawn(
         cls, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path | None = None
     ) -> ManagedProcess:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab", buffering=0) as log:
+        private_dir(log_path.parent)
+        # 0600: vLLM prints its non-default args (an --api-key among them) into this log.
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "ab", buffering=0) as log:
             try:
                 popen = subprocess.Popen(  # noqa: S603 - argv list, never a shell
                     list(argv),
@@ -188,6 +192,10 @@ class ManagedProcess:
             seconds=time.monotonic() - started,
             pids=tuple(sorted(self.seen_pids)),
         )
+
+    def anything_left(self) -> bool:
+        """Is any process of the server still there (the leader or what it started)?"""
+        return self._any_left()
 
     def _any_left(self) -> bool:
         if self.popen is not None:

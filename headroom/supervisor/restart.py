@@ -15,9 +15,11 @@ from headroom.doctor import Action, Diagnosis, Finding, plan_to_changes
 from headroom.supervisor.states import RELEVANT_ENV, FlagChangeView
 from headroom.vllm_cmd import (
     REMOVE,
+    STARS,
     VllmCommand,
     apply_changes,
     diff_flags,
+    is_secret_name,
     redact_argv,
     redact_env,
     render,
@@ -75,13 +77,25 @@ def preview_restart(
     flag_changes, env_changes = split_changes(changes)
     new_cmd = apply_changes(command, flag_changes) if flag_changes else command
     new_env = apply_env(env, env_changes)
-    diff = [FlagChangeView(c.name, c.old, c.new) for c in diff_flags(command, new_cmd)]
+    diff = [_shown(c.name, c.old, c.new) for c in diff_flags(command, new_cmd)]
     old_rel, new_rel = relevant_env(env), relevant_env(new_env)
     for key in sorted(set(old_rel) | set(new_rel)):
         if old_rel.get(key) != new_rel.get(key):
             diff.append(FlagChangeView(f"env {key}", old_rel.get(key), new_rel.get(key)))
     argv = tuple(redact_argv(argv_for(new_cmd)))
     return RestartPreview(dict(changes), new_cmd, new_env, tuple(diff), argv)
+
+
+def _shown(name: str, old: object, new: object) -> FlagChangeView:
+    """A diff row; a secret's values (an --api-key change) as "***"."""
+    if not is_secret_name(name):
+        return FlagChangeView(name, old, new)
+    return FlagChangeView(name, None if old is None else STARS, None if new is None else STARS)
+
+
+def journaled_changes(changes: Mapping[str, object]) -> dict[str, object]:
+    """A change map as the journal and the events keep it: plain values, secrets hidden."""
+    return {k: STARS if is_secret_name(k) else plain(v) for k, v in changes.items()}
 
 
 def preview_for_command(

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 
 from headroom.supervisor.host import SupervisorHost
 from headroom.supervisor.process import LaunchError
-from headroom.supervisor.restart import RestartPreview, plain, preview_restart
+from headroom.supervisor.restart import RestartPreview, journaled_changes, preview_restart
 from headroom.supervisor.restart_progress import RestartProgress
+from headroom.supervisor.secret_store import redacted_parts, refusal
 from headroom.supervisor.states import (
     PreflightError,
     RestartOutcome,
@@ -77,6 +78,9 @@ class Restarter:
                 plan = self.preview(changes)
             except ValueError as exc:
                 return RestartOutcome(ok=False, reason=f"the change cannot be applied: {exc}")
+            missing = redacted_parts(self.host.argv(plan.command), plan.env)
+            if missing:  # refused before anything is stopped: the server keeps serving
+                return RestartOutcome(ok=False, reason=refusal(missing))
             if expected is not None and (
                 expected.command != plan.command or expected.env != plan.env
             ):
@@ -108,7 +112,7 @@ class Restarter:
     async def _restart(self, plan: RestartPreview, reason: str) -> RestartOutcome:
         host = self.host
         diff = plan.diff
-        changes = {k: plain(v) for k, v in plan.changes.items()}
+        changes = journaled_changes(plan.changes)
         host.emit(
             "restart",
             f"{reason}: " + ("; ".join(str(d) for d in diff) or "same configuration"),

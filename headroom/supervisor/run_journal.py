@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from headroom.probes.topology import read_topology
@@ -25,6 +25,7 @@ from headroom.supervisor.gpus import GpuAccess
 from headroom.supervisor.journal import Journal, RunRecord, new_run_id
 from headroom.supervisor.run_state import Run
 from headroom.supervisor.run_stats import gpus_from_snapshot, model_shape_dict, topology_summary
+from headroom.supervisor.secret_store import remove_secrets, write_secrets
 
 Notice = Callable[[str], None]
 
@@ -112,6 +113,8 @@ class RunJournal:
         model: str | None,
         argv: list[str],
         flags: list[str],
+        real_flags: list[str],
+        env_overrides: Mapping[str, str],
         launcher: str,
         template: str,
         env: dict[str, str],
@@ -119,7 +122,8 @@ class RunJournal:
         url: str,
     ) -> None:
         """The journal record and the state file of a run just launched (argv, flags and
-        env come redacted), from what is known already: nothing here reads the model."""
+        env come redacted), from what is known already: nothing here reads the model. The
+        secrets a relaunch needs (real_flags, env_overrides) go to the 0600 side file."""
         process = run.process
         if process is None or run.log_path is None:
             return
@@ -137,6 +141,10 @@ class RunJournal:
             changes=run.changes,
         )
         run.run_id = self.begin(record)
+        try:
+            write_secrets(port, real_flags, env_overrides, self.state_dir)
+        except OSError as exc:
+            self.notice(f"could not keep the server's secrets for a relaunch: {exc}")
         self.write_state(
             statefile.ServerRecord(
                 pid=process.pid,
@@ -166,6 +174,7 @@ class RunJournal:
     def remove_state(self, port: int) -> None:
         try:
             statefile.remove_state(port, self.state_dir)
+            remove_secrets(port, self.state_dir)
         except OSError as exc:
             self.notice(f"could not remove the state file: {exc}")
 

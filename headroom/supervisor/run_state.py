@@ -13,6 +13,7 @@ from pathlib import Path
 
 from headroom.doctor import Diagnosis
 from headroom.probes.vllm_log import LogDigest, StartupFacts
+from headroom.supervisor.log_scrub import LogScrubber
 from headroom.supervisor.log_tail import FileTail
 from headroom.supervisor.process import ManagedProcess
 from headroom.supervisor.run_stats import RunStats
@@ -40,6 +41,8 @@ class Run:
     failure_seen_at: float | None = None  # a start-up failure line was read at this time
     ready_timeout_s: float | None = None  # worked out once per run
     stopping: bool = False
+    secrets: tuple[str, ...] = ()  # secret values it was launched with (kept out of text)
+    scrubber: LogScrubber | None = None  # overwrites them in the per-run log
     # Where this run came from, for its journal record.
     trigger: str | None = None
     parent_run_id: str | None = None

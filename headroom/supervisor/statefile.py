@@ -1,9 +1,8 @@
 """The state file of a running server, so `headroom serve` / `headroom attach` can re-adopt it
 after an SSH drop. One JSON file per port under the state dir, written atomically.
 
-The command line and environment are stored redacted, like everything else Headroom writes:
-a server re-adopted after a drop and then restarted by Headroom needs its secrets again from
-the environment (e.g. VLLM_API_KEY) rather than from this file.
+The command line and environment are stored redacted, like everything else Headroom writes;
+the real values a relaunch needs are in the 0600 side file beside it (secret_store.py).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from pathlib import Path
 import psutil
 
 from headroom.probes.untrusted_json import load_json_file, typed_fields
-from headroom.supervisor.paths import state_dir
+from headroom.supervisor.paths import private_dir, state_dir
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def state_path(port: int, base: Path | None = None) -> Path:
 
 def write_state(record: ServerRecord, base: Path | None = None) -> Path:
     path = state_path(record.port, base)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

@@ -7,9 +7,8 @@ state, each given the Supervisor as a `host.SupervisorHost`:
 - ending.RunEnder: stops the server and closes a run's books;
 - restarter.Restarter: restarts with changes, rollback, crash back-off;
 - run_journal.RunJournal: the journal record and the state file of each run;
-- metrics_feed.MetricsFeed: the one /metrics reader, shared with the TUI.
-What one run has shown so far is a run_state.Run; the settings are a frozen
-settings.SupervisorSettings.
+- metrics_feed.MetricsFeed: the one /metrics reader, shared with the TUI;
+over a run_state.Run (what this run has shown), with frozen settings.SupervisorSettings.
 
 The state is judged from the process and /health, never from a log line alone: vLLM can exit
 0 after a crash, and can keep its API process (and port) alive after the engine died.
@@ -29,15 +28,18 @@ from headroom.supervisor.ending import RunEnder
 from headroom.supervisor.gpus import GpuAccess
 from headroom.supervisor.journal import Journal, new_run_id
 from headroom.supervisor.launcher import build_argv, flag_tokens
+from headroom.supervisor.log_scrub import LogScrubber
 from headroom.supervisor.log_tail import FileTail
 from headroom.supervisor.metrics_feed import MetricsFeed
 from headroom.supervisor.paths import logs_dir
-from headroom.supervisor.process import ManagedProcess
+from headroom.supervisor.process import LaunchError, ManagedProcess
 from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.restarter import Restarter
 from headroom.supervisor.run_journal import RunJournal, prune_logs
 from headroom.supervisor.run_state import Run, RunView
+from headroom.supervisor.secret_store import redacted_parts, refusal
 from headroom.supervisor.settings import SupervisorSettings
+from headroom.supervisor.state_signal import StateSignal
 from headroom.supervisor.states import (
     RELEVANT_ENV,
     TERMINAL,
@@ -47,7 +49,7 @@ from headroom.supervisor.states import (
     SupervisorEvent,
 )
 from headroom.supervisor.watcher import ProcessWatcher
-from headroom.vllm_cmd import VllmCommand, redact_argv, redact_env
+from headroom.vllm_cmd import VllmCommand, redact_argv, redact_env, secret_values
 
 EventListener = Callable[[SupervisorEvent], None]
 
@@ -90,7 +92,7 @@ class Supervisor(RunView):
         self.restarter = Restarter(self)
         self._listeners: list[EventListener] = []
         self._log_listeners: list[Callable[[list[str]], None]] = []
-        self._events: dict[int, asyncio.Event] = {}
+        self._changed = StateSignal()
         self._context_task: asyncio.Task[None] | None = None
         self._next: dict[str, object] = {}
 
@@ -181,8 +183,7 @@ class Supervisor(RunView):
         if old == new:
             return
         self.state = new
-        for event in self._events.values():
-            event.set()
+        self._changed.notify()
         self.emit("state", f"{old} -> {new}: {reason}", old=str(old), new=str(new), reason=reason)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -214,12 +215,15 @@ class Supervisor(RunView):
         run.trigger = reason or run.trigger
         self.watcher.reset()
         self.metrics.reset()
+        argv = self.argv()
+        self._refuse_redacted(argv)
         if self.settings.preflight:
             await self._preflight()
         run.log_path = log_path = logs_dir(self.data_dir) / f"{run.run_id}.log"
         prune_logs(log_path.parent, keep=self.settings.keep_logs)
-        argv = self.argv()
         run.tail = FileTail(log_path)
+        run.secrets = tuple(secret_values(argv, self.child_env()))
+        run.scrubber = LogScrubber(log_path, run.secrets)
         run.started_mono = run.last_progress = time.monotonic()
         try:
             run.process = ManagedProcess.spawn(argv, self.child_env(), log_path)
@@ -252,12 +256,23 @@ class Supervisor(RunView):
             model=self.command.model,
             argv=redact_argv(argv),
             flags=redact_argv(flag_tokens(self.command)),
+            real_flags=flag_tokens(self.command),
+            env_overrides=self.env,
             launcher=self.launcher_name,
             template=self.template,
             env=self.relevant_env(),
             port=self.port,
             url=self.url,
         )
+
+    def _refuse_redacted(self, argv: list[str]) -> None:
+        """Never launch a redaction marker as if it were a value (`--api-key ***` would
+        make "***" the server's key): say what is missing instead."""
+        missing = redacted_parts(argv, self.env)
+        if missing:
+            self.run.failure_reason = why = refusal(missing)
+            self.set_state(ServerState.FAILED, why)
+            raise LaunchError(why)
 
     async def _preflight(self) -> None:
         problems = await pf.run_preflight(
@@ -285,6 +300,8 @@ class Supervisor(RunView):
         run = Run(log_ring=self.settings.log_ring, run_id=run_id, process=process)
         run.log_path = log_path
         run.tail = FileTail(log_path) if log_path is not None else None
+        run.secrets = tuple(secret_values(self.argv(), self.child_env()))
+        run.scrubber = LogScrubber(log_path, run.secrets) if log_path is not None else None
         if started_at is not None:
             run.started_mono = time.monotonic() - max(time.time() - started_at, 0.0)
         run.last_progress = time.monotonic()
@@ -319,29 +336,11 @@ class Supervisor(RunView):
                 return True
             return False if self.state in TERMINAL else None
 
-        return await self._wait_until(verdict, timeout_s)
+        return await self._changed.wait_until(verdict, timeout_s)
 
     async def wait_state(self, *states: ServerState, timeout_s: float | None = None) -> bool:
-        return await self._wait_until(lambda: True if self.state in states else None, timeout_s)
-
-    async def _wait_until(
-        self, verdict: Callable[[], bool | None], timeout_s: float | None
-    ) -> bool:
-        """Wait for state changes until verdict() says True or False; False on timeout."""
-        # One asyncio.Event per loop: the TUI runs its own loop, and `headroom serve` may
-        # stop the server from a fresh one afterwards.
-        changed = self._events.setdefault(id(asyncio.get_running_loop()), asyncio.Event())
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while (answer := verdict()) is None:
-            changed.clear()
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(changed.wait(), remaining)
-            except TimeoutError:
-                return False
-        return answer
+        in_one = lambda: True if self.state in states else None  # noqa: E731
+        return await self._changed.wait_until(in_one, timeout_s)
 
     async def stop(self, *, outcome: str | None = None) -> None:
         """Stop the server (whole group, escalating signals), then wait for GPU memory."""

@@ -20,9 +20,13 @@ from headroom.probes.metrics import ServerMetrics
 from headroom.probes.vllm_log import LogEvent
 from headroom.supervisor.host import SupervisorHost
 from headroom.supervisor.states import ENGINE_DEATH, STARTUP_FAILURES, ServerState
+from headroom.vllm_cmd import redact_text
 
 # A server that serves this long after a crash restart gets its crash budget back.
 CRASH_BUDGET_RESET_S = 600.0
+# /health answering 503 (EngineDeadError) this long, with the process still there, is a death
+# (twice vLLM's own 5 s watchdog that shuts the API server down after one; see vllm-facts 3.7).
+DEAD_HEALTH_S = 10.0
 
 
 class ProcessWatcher:
@@ -32,12 +36,15 @@ class ProcessWatcher:
         self.host = host
         self.task: asyncio.Task[None] | None = None
         self.health_failures = 0
+        self.dead_answers = 0  # 503s from /health in a row
+        self.dead_since: float | None = None
         self.metrics_state: str | None = None
         self.last_metrics_at = 0.0
         self.last_observed: ServerMetrics | None = None
 
     def reset(self) -> None:
         self.health_failures = 0
+        self.dead_answers, self.dead_since = 0, None
         self.metrics_state = None
 
     # -- the loop -------------------------------------------------------------------------
@@ -81,7 +88,11 @@ class ProcessWatcher:
         if run.tail is None:
             return []
         skipped_before = run.tail.skipped_bytes
-        lines = run.tail.read_lines(final=final)
+        # Secrets never leave this function: each line is redacted before the digest, the
+        # ring buffer, the listeners (the TUI) or a failure reason see it.
+        lines = [redact_text(line, run.secrets) for line in run.tail.read_lines(final=final)]
+        if run.scrubber is not None:
+            run.scrubber.scrub(final=final)
         if run.tail.skipped_bytes != skipped_before:
             skipped = run.tail.skipped_bytes - skipped_before
             self.host.emit(
@@ -142,7 +153,13 @@ class ProcessWatcher:
             why = run.failure_reason or f"the server exited (status {proc.exit_code}) while serving"
             await host.after_crash(why)
             return True
-        healthy = await self.healthy(client)
+        status = await self.health_status(client)
+        healthy = status == 200
+        if status == 503:
+            self.dead_answers += 1
+            self.dead_since = self.dead_since or now
+        else:
+            self.dead_answers, self.dead_since = 0, None
         if healthy:
             self.health_failures = 0
             if run.ready_at is not None and now - run.ready_at > CRASH_BUDGET_RESET_S:
@@ -151,14 +168,24 @@ class ProcessWatcher:
                 host.set_state(ServerState.READY, "/health answers again")
         else:
             self.health_failures += 1
-            if run.failure_kind in ENGINE_DEATH or _facts_say_dead(run):
-                # /health confirms what the log said: the engine is gone under the API.
-                why = run.failure_reason or "the engine died"
+            limit = host.settings.degraded_after_failures
+            said_dead = run.failure_kind in ENGINE_DEATH or _facts_say_dead(run)
+            # /health confirms what the log said (an error answer, not a slow one), or says
+            # it alone, again and again: 503 is vLLM's answer once its engine is dead.
+            confirmed = status is not None and status >= 500 or self.health_failures >= limit
+            # /health alone: vLLM exits by itself within its 5 s watchdog after an engine
+            # death (unless told to stay alive), so the exit path gets the first chance.
+            dead_for = now - self.dead_since if self.dead_since is not None else 0.0
+            health_says_dead = self.dead_answers >= limit and dead_for >= DEAD_HEALTH_S
+            if (said_dead and confirmed) or health_says_dead:
+                why = run.failure_reason or (
+                    f"/health answered 503 for {dead_for:.0f} s "
+                    "(vLLM's answer when its engine is dead)"
+                )
                 host.emit("failure", f"engine died: {why[:300]}", event=run.failure_kind)
                 host.set_state(ServerState.DEGRADED, "engine dead")
                 await host.after_crash(why, stop_first=True)
                 return True
-            limit = host.settings.degraded_after_failures
             if host.state == ServerState.READY and self.health_failures >= limit:
                 host.set_state(
                     ServerState.DEGRADED, f"/health failed {self.health_failures} times in a row"
@@ -191,6 +218,7 @@ class ProcessWatcher:
             await host.finish_failed(why, outcome="failed")
             return True
         if await self.healthy(client):
+            await asyncio.to_thread(proc.members)  # its workers, for the no-orphan stop
             run.time_to_ready_s = now - (run.started_mono or now)
             run.ready_at = now
             host.note_ready()
@@ -211,11 +239,15 @@ class ProcessWatcher:
         return False
 
     async def healthy(self, client: httpx.AsyncClient) -> bool:
+        return await self.health_status(client) == 200
+
+    async def health_status(self, client: httpx.AsyncClient) -> int | None:
+        """/health's status code; None when it did not answer (refused, timed out)."""
         try:
             response = await client.get(self.host.url + "/health")
         except (httpx.HTTPError, OSError):
-            return False
-        return response.status_code == 200
+            return None
+        return response.status_code
 
     async def sample_metrics(self) -> None:
         host, run = self.host, self.host.run

@@ -41,7 +41,7 @@ from headroom.tui.log_tail import CommandTail, FileTail
 from headroom.tui.restart_driver import drive_restart
 from headroom.tui.store import ServerInfo, Store
 from headroom.tui.supervised import EventListener, SupervisedServer
-from headroom.vllm_cmd import VllmCommand
+from headroom.vllm_cmd import VllmCommand, redact_text
 
 ProgressCallback = Callable[[str, str, str | None], None]
 TopologyReading = tuple[TopologyMatrix, list[TpVerdict]]
@@ -301,7 +301,7 @@ class LiveSources(DataSources):
             lines, self._supervisor_lines[:] = list(self._supervisor_lines), []
             return lines
         if self._command_tail is not None:
-            lines = self._command_tail.read_new()
+            lines = [redact_text(line) for line in self._command_tail.read_new()]
             if lines:
                 self._feed_digest(lines)
             elif self._command_tail.ended and not self._command_end_reported:
@@ -310,7 +310,7 @@ class LiveSources(DataSources):
             return lines
         if self._tail is None:
             return []
-        lines = await asyncio.to_thread(self._tail.read_new)
+        lines = [redact_text(line) for line in await asyncio.to_thread(self._tail.read_new)]
         if lines and self.supervisor is None:
             self._feed_digest(lines)
         return lines

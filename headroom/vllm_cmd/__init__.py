@@ -19,6 +19,7 @@ from headroom.vllm_cmd.command import (
     redact_env,
     render,
 )
+from headroom.vllm_cmd.secrets import is_secret_name, redact_text, secret_values
 
 __all__ = [
     "REMOVE",
@@ -32,5 +33,8 @@ __all__ = [
     "parse_human_int",
     "redact_argv",
     "redact_env",
+    "redact_text",
     "render",
+    "is_secret_name",
+    "secret_values",
 ]

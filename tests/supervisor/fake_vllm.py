@@ -7,9 +7,14 @@ Behaviour from FAKE_VLLM_MODE (comma-separated words):
   ignore_sigint     ignore SIGINT (the supervisor must escalate)
   ignore_term       ignore SIGINT and SIGTERM (only SIGKILL works)
   worker            start a worker child in the same group that ignores SIGINT/SIGTERM
+                    (its pid goes to the file FAKE_VLLM_WORKER_PID_FILE names, if set)
   exit0_after=S     S seconds after ready, print the engine-crash capture and exit 0
   engine_dead_after=S  S seconds after ready, print the engine-crash capture, /health 500,
                     but keep the API process alive
+  vanish_after=S    S seconds after ready, the server process ends at once (os._exit(0)),
+                    without a word in the log: what it started stays behind
+  forged_dead_after=S  S seconds after ready, print the engine-crash capture's lines while
+                    /health keeps answering 200 (what a client's prompt can put in the log)
   metrics500        /metrics answers 500
   flood=MB          after ready, write MB megabytes of log as fast as possible
   delay=S           seconds of start-up before serving (default 0.3)
@@ -92,7 +97,10 @@ def main() -> int:
             "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
             "time.sleep(3600)\n"
         )
-        subprocess.Popen([sys.executable, "-c", code])  # noqa: S603 - test helper
+        worker = subprocess.Popen([sys.executable, "-c", code])  # noqa: S603 - test helper
+        pid_file = os.environ.get("FAKE_VLLM_WORKER_PID_FILE")
+        if pid_file:
+            Path(pid_file).write_text(str(worker.pid))
     if "hang" in modes:
         _replay("serve-startup-ok.log", until="Resolved architecture")
         while True:
@@ -140,14 +148,17 @@ def main() -> int:
         for _ in range(int(modes["flood"])):
             sys.stdout.write(block)
         sys.stdout.flush()
-    for key in ("exit0_after", "engine_dead_after"):
+    if "vanish_after" in modes:
+        time.sleep(float(modes["vanish_after"]))
+        os._exit(0)
+    for key in ("exit0_after", "engine_dead_after", "forged_dead_after"):
         if key in modes:
             time.sleep(float(modes[key]))
             _replay("serve-engine-crash-head-dim-16.log", only="ERROR")
             if key == "exit0_after":
                 server.shutdown()
                 return 0
-            state["dead"] = True
+            state["dead"] = key == "engine_dead_after"
     while True:
         time.sleep(3600)
 

@@ -92,11 +92,6 @@ async def test_a_death_the_log_does_not_show_is_found_by_the_exit(tmp_path) -> N
     assert "exited" in crash.message and "status 0" in crash.message
 
 
-@pytest.mark.xfail(
-    reason="the /health-only dead path (503 persisting, no exit, no log) is arch-sup's "
-    "engine-death trigger (issue 14); until it lands the server stays DEGRADED",
-    strict=False,
-)
 async def test_a_kept_alive_death_the_log_does_not_show_is_found_by_health(tmp_path) -> None:
     sup, events = _supervisor(
         tmp_path, VLLM_KEEP_ALIVE_ON_ENGINE_DEATH="1", HEADROOM_SIM_DEATH_LOG="0"
