@@ -327,7 +327,7 @@ class LiveSources(DataSources):
         command = self.current_command()
         inputs = DoctorInputs(
             command=command,
-            model=self._model_shape(getattr(command, "model", None)),
+            model=self._model_shape(command.model if command is not None else None),
             log=digest,
             metrics_history=tuple(store.metrics_history)[-60:],
             gpus=store.gpus if self.gpus_local else None,
