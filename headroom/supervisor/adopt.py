@@ -16,6 +16,7 @@ from headroom.supervisor.settings import SupervisorSettings
 from headroom.supervisor.statefile import ServerRecord, list_states, read_state
 from headroom.supervisor.supervisor import EventListener, Supervisor
 from headroom.vllm_cmd import CommandLineError, VllmCommand, parse_command
+from headroom.vllm_cmd.config_file import with_config_file_if_readable
 
 REDACTED_MARK = "***"
 
@@ -46,7 +47,7 @@ def adopt(
     flags, env = restore(record.flags, record.env, read_secrets(record.port, settings.state_dir))
     argv = ["vllm", "serve", *([record.model] if record.model else []), *flags]
     try:
-        command = parse_command(argv)
+        command = with_config_file_if_readable(parse_command(argv))
     except CommandLineError as exc:
         raise AdoptError(f"the state file's command line cannot be read: {exc}") from exc
     env = {k: v for k, v in env.items() if REDACTED_MARK not in v}

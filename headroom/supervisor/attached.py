@@ -30,6 +30,7 @@ from headroom.vllm_cmd import (
     parse_command,
     redact_argv,
 )
+from headroom.vllm_cmd.config_file import with_config_file_if_readable
 
 NOT_TOLD = (
     "Headroom did not start this server and was not told how it was launched, so it cannot "
@@ -62,6 +63,7 @@ def parse_launch(launched_with: str | Sequence[str], launcher: str | None = None
         command = parse_command(launched_with)
     except CommandLineError as exc:
         raise AttachRestartError(f"--launched-with: {exc}") from exc
+    command = with_config_file_if_readable(command)
     if command.model is None:
         raise AttachRestartError("--launched-with: the launch line names no model")
     try:

@@ -101,6 +101,16 @@ def with_config_file(cmd: VllmCommand, cwd: str | Path | None = None) -> VllmCom
     return replace(expanded, model=model)
 
 
+def with_config_file_if_readable(cmd: VllmCommand, cwd: str | Path | None = None) -> VllmCommand:
+    """with_config_file, or the command as it is when its --config file cannot be read here
+    (a server on another machine, a file since moved): Headroom then knows only the typed
+    flags, and the line itself, which vLLM reads, is unchanged either way."""
+    try:
+        return with_config_file(cmd, cwd)
+    except ConfigFileError:
+        return cmd
+
+
 def parse_command_with_config(argv: list[str] | str, cwd: str | Path | None = None) -> VllmCommand:
     """parse_command, then the --config file (when the line names one) read and attached."""
     return with_config_file(parse_command(argv), cwd)

@@ -140,3 +140,13 @@ def test_plan_evaluates_the_command_with_its_file(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert code in (0, 1)
     assert "--config" in doc["command"] and doc["tensor_parallel_size"] == 2
+
+
+def test_attach_launched_with_a_config_file(cfg, tmp_path):
+    from headroom.supervisor.attached import parse_launch
+
+    command, _ = parse_launch(f"vllm serve --config {cfg}")
+    assert command.model == "meta-llama/Llama-3.1-8B-Instruct"  # named only in the file
+    assert command.get("tensor_parallel_size") == 2
+    gone, _ = parse_launch(f"vllm serve my/model --config {tmp_path / 'elsewhere.yaml'}")
+    assert gone.model == "my/model" and gone.config_args == ()  # the file is not here: typed only
