@@ -51,9 +51,26 @@ def _ledger_refusal(ctx) -> tuple[dict, str] | None:
     return nums, line
 
 
+def _merged_refusal(ctx, events) -> dict:
+    """The refusal's numbers: the first event's, then what its other lines (a wrapped paste,
+    TP workers) and the memory ledger add."""
+    nums: dict = {}
+    for event in events:
+        for key, value in event.fields.items():
+            nums.setdefault(key, value)
+    ledger = getattr(ctx.facts, "ledger", None)
+    if ledger is not None:
+        if ledger.max_model_len:
+            nums.setdefault("max_seq_len", ledger.max_model_len)
+        if ledger.fit_max_len is not None:
+            nums.setdefault("estimated_max_len", ledger.fit_max_len)
+    return nums
+
+
 def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
     out = []
-    refusals = [(e.fields, e.line.strip()) for e in ctx.of("max_seq_len_exceeds_kv")[:1]]
+    events = ctx.of("max_seq_len_exceeds_kv")
+    refusals = [(_merged_refusal(ctx, events), events[0].line.strip())] if events else []
     if not refusals and not ctx.of("cuda_oom", "no_cache_memory"):
         found = _ledger_refusal(ctx)
         refusals = [found] if found else []

@@ -256,6 +256,28 @@ def nccl_error_fields(match: re.Match[str]) -> dict[str, object]:
     return {"reason": (match.group("reason") or match.group("reason2") or "").strip()}
 
 
+_REFUSAL_PARTS = (
+    ("max_seq_len", re.compile(r"max seq len \((\d+)\)")),
+    ("needed_gib", re.compile(r"([\d.]+) ?Gi?B KV cache is needed")),
+    ("available_gib", re.compile(r"available KV cache memory \(([\d.]+) ?Gi?B\)")),
+    ("estimated_max_len", re.compile(r"estimated maximum model length is (\d+)")),
+)
+
+
+def v1_refusal_fields(match: re.Match[str]) -> dict[str, object]:
+    """V1's "To serve at least one request with the model's max seq len (N), (X GiB KV cache
+    is needed, which is larger than the available KV cache memory (Y GiB). Based on the
+    available memory, the estimated maximum model length is M." Each part is read alone: a
+    pasted log often wraps it over several lines."""
+    out: dict[str, object] = {}
+    for key, pattern in _REFUSAL_PARTS:
+        found = pattern.search(match.string)
+        if found:
+            value = num(found.group(1))
+            out[key] = value if key.endswith("_gib") else to_int(found.group(1))
+    return out
+
+
 # The catalog names its extractors; these are they.
 EXTRACTORS = {
     "oom": oom_fields,
@@ -271,4 +293,5 @@ EXTRACTORS = {
     "v0_max_seq_len": v0_max_seq_len_fields,
     "divide": divide_fields,
     "nccl_error": nccl_error_fields,
+    "v1_refusal": v1_refusal_fields,
 }

@@ -194,6 +194,7 @@ _CLIENT_TEXT = re.compile(
     r"\s*(?:" + "|".join(rule.pattern.pattern for rule in RULES if rule.kind is None and rule.pattern)
     + ")"
 )  # fmt: skip
+_JOINED_EXCEPTION = re.compile(r"[)\"'] (?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")
 _RAY_REPEATED = re.compile(r" \[repeated \d+x across cluster\]$")
 
 
@@ -223,8 +224,15 @@ def _classify(line: str, lineno: int | None) -> LogEvent | None:
         return None
     prefix = _prefix_match(clean)
     message = clean if prefix is None else clean[prefix.end() :]
-    if _CODE_LINE.match(message) or _CLIENT_TEXT.match(message):
+    if _CLIENT_TEXT.match(message):
         return None
+    if _CODE_LINE.match(message):
+        # A traceback's source line is not the error, unless a paste joined the error to it:
+        # 'raise ValueError("...") ValueError: No available memory ...'
+        joined = _JOINED_EXCEPTION.search(message)
+        if joined is None:
+            return None
+        message = message[joined.start() + 1 :]
     if message.endswith("across cluster]"):
         message = _RAY_REPEATED.sub("", message)
     printer = _printer(prefix)

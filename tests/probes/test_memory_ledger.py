@@ -128,3 +128,35 @@ def test_the_doctor_reads_the_gpu_total_from_the_ledger():
     text = (GPU / "gpu16gb-maxlen40000-v0.6.4.log").read_text()
     assert "total_gpu_memory=" not in text  # only the V0 sentence form gives the total here
     assert Context(DoctorInputs(log=digest_text(text))).gpu_total == (15.77, True)
+
+
+def test_a_refusal_wrapped_over_lines_keeps_its_numbers():
+    # As pasted in kaito-project/kaito#2132 (the message wrapped over three lines)
+    text = (
+        "ValueError: To serve at least one request with the model's max seq len (1048576),\n"
+        "22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).\n"
+        "Based on the available memory, the estimated maximum model length is 810208."
+    )
+    digest = digest_text(text)
+    led = digest.facts().ledger
+    assert (led.max_model_len, led.kv_needed_gib, led.kv_gib, led.fit_max_len) == (
+        1048576,
+        22.5,
+        17.39,
+        810208,
+    )
+    top = next(
+        f for f in diagnose(DoctorInputs(log=digest)).findings if f.id == "max-seq-len-exceeds-kv"
+    )
+    assert any(
+        a.knob == "max_model_len" and a.direction == "lower" and a.value == 810208
+        for a in top.actions
+    )
+
+
+def test_a_source_line_joined_to_its_error_counts_as_the_error():
+    # As pasted in QwenLM/Qwen3#12 (the traceback's last two lines joined)
+    line = ('raise ValueError("No available memory for the cache blocks. " ValueError: No available memory for '
+            "the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")  # fmt: skip
+    assert digest_text(line).facts().failures[0].kind == "no_cache_memory"
+    assert digest_text('raise ValueError("No available memory for the cache blocks. "').events == []

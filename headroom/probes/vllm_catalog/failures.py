@@ -11,10 +11,9 @@ _OOM_TAIL = ("If reserved but unallocated memory is large try setting "
 
 ENTRIES: tuple[S, ...] = (
     # --- KV cache and memory --------------------------------------------------------------
-    S("v1_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("KV cache is needed",),
-      r"the models?'s max seq len \((?P<max_seq_len>\d+)\), \(?(?P<needed_gib>[\d.]+) Gi?B KV cache is needed, "
-      r"which is larger than the available KV cache memory \((?P<available_gib>[\d.]+) Gi?B\)\."
-      r"(?: Based on the available memory, the estimated maximum model length is (?P<estimated_max_len>\d+))?",
+    S("v1_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error",
+      ("KV cache is needed", "To serve at least one request with the", "the estimated maximum model length is"),
+      r".", "v1_refusal",  # each part on its own: a paste often wraps the message over lines
       origin="raise", probe=("To serve at least one request with the",),
       fields=("max_seq_len", "needed_gib", "available_gib", "estimated_max_len"), feeds="max-seq-len-exceeds-kv",
       examples=("ValueError: To serve at least one request with the models's max seq len (221000), (10.12 GiB KV "
@@ -26,7 +25,9 @@ ENTRIES: tuple[S, ...] = (
                 "memory, the estimated maximum model length is 15984. Try increasing `gpu_memory_utilization` "
                 "(which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when "
                 "initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
-                "more details.")),
+                "more details.",
+                "22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).",
+                "Based on the available memory, the estimated maximum model length is 810208.")),
     S("v0_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("can be stored in KV cache",),
       r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that "
       r"can be stored in KV cache \((?P<estimated_max_len>\d+)\)", "v0_max_seq_len",
@@ -143,6 +144,15 @@ ENTRIES: tuple[S, ...] = (
       examples=("ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096). This effectively "
                 "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer "
                 "sequences. Please increase max_num_batched_tokens or decrease max_model_len.",)),
+    S("mm_item_over_batched_tokens", "batched_tokens_too_small", "error",
+      ("is larger than max_num_batched_tokens", "Chunked MM input disabled but max_tokens_per_mm_item"),
+      r"max_tokens_per_mm_item \((?P<mm_item_tokens>\d+)\) is larger than\s+max_num_batched_tokens "
+      r"\((?P<max_num_batched_tokens>\d+)\)", require_match=False, origin="raise",
+      probe=("is larger than max_num_batched_tokens",), fields=("mm_item_tokens", "max_num_batched_tokens"),
+      feeds="step 4: raise --max-num-batched-tokens to one multimodal item",
+      examples=("ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger than "
+                "max_num_batched_tokens (512). Please increase max_num_batched_tokens.",
+                "Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger")),
     S("batched_tokens_below_max_seqs", "batched_tokens_too_small", "error",
       ("must be greater than or equal to max_num_seqs",),
       r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) must be greater than or equal to "

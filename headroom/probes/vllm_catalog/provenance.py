@@ -440,6 +440,13 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'mm_item_over_batched_tokens': (
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.8.5: vllm/v1/core/encoder_cache_manager.py:140',
+        ),
+        (),
+    ),
     'batched_tokens_below_max_seqs': (
         ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
