@@ -160,3 +160,19 @@ def test_a_source_line_joined_to_its_error_counts_as_the_error():
             "the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")  # fmt: skip
     assert digest_text(line).facts().failures[0].kind == "no_cache_memory"
     assert digest_text('raise ValueError("No available memory for the cache blocks. "').events == []
+
+
+def test_a_refusal_without_its_parenthesis():
+    # As pasted in noonghunna/club-3090#35: no "(" before the GiB needed
+    line = (
+        "ValueError: To serve at least one request with the model's max seq len (180000), 3.05 GiB KV cache "
+        "is needed, which is larger than the available KV cache memory (2.17 GiB). Based on the available "
+        "memory, the estimated maximum model length is 111456."
+    )
+    fields = digest_text(line).facts().failures[0].fields
+    assert (fields["max_seq_len"], fields["needed_gib"], fields["available_gib"]) == (
+        180000,
+        3.05,
+        2.17,
+    )
+    assert fields["estimated_max_len"] == 111456
