@@ -43,10 +43,10 @@ async def test_two_readers_share_one_scrape_per_interval():
 
 
 async def test_under_serve_the_dashboard_and_the_supervisor_scrape_once(tmp_path):
-    """The dashboard asks every 0.1 s, the supervisor every 0.5 s (the 1 s and 5 s of a real
-    session, faster): separately that is 12 scrapes a second; shared, the server sees the
-    dashboard's 10 and the supervisor reuses them."""
-    interval, supervisor_interval, seconds = 0.1, 0.5, 3.0
+    """The dashboard asks every 0.1 s, the supervisor every 1 s (the 1 s and 5 s of a real
+    session, faster): separately that is 11 scrapes a second; shared, the server sees the
+    dashboard's 10 and the supervisor reuses them (one younger than half its interval)."""
+    interval, supervisor_interval, seconds = 0.1, 1.0, 4.0
     with ReplayServer([PAGE]) as server:
         port = urlsplit(server.url).port
         command = parse_command(["vllm", "serve", "m", "--port", str(port)])
