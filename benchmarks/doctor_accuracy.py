@@ -33,7 +33,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-INCIDENTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "incidents"
+ROOT = Path(__file__).resolve().parents[1]
+INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
+# Score this checkout's doctor, not whichever headroom the environment installed (an editable
+# install of another worktree would otherwise answer).
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 SPLITS = ("train", "validation")
 STEP_KEYS = (1, 2, 3, 4, 5, None)
 OPPOSITE = {"raise": "lower", "lower": "raise"}

@@ -57,6 +57,26 @@ _MAMBA_BLOCKS = re.compile(
 _PROMPT_TOO_LONG = re.compile(
     r"Input prompt \((?P<tokens>\d+) tokens\) is too long and exceeds limit of (?P<limit>\d+)"
 )
+# vllm/config.py SchedulerConfig (V0 0.2-0.10 `_verify_args`; V1 a pydantic ValidationError):
+# "max_num_batched_tokens (8192) is smaller than max_model_len (131072). This effectively
+# limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer
+# sequences. Please increase max_num_batched_tokens or decrease max_model_len." Raised when
+# chunked prefill is off (verl-project/verl#7632, vllm#28981).
+_BATCHED_BELOW_LEN = re.compile(
+    r"max_num_batched_tokens \((?P<batched>\d+)\) is smaller than max_model_len \((?P<len>\d+)\)"
+)
+# Multimodal items that must fit one batch: "Chunked MM input disabled but
+# max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens (512)" (V1 scheduler
+# config) and V0's merge of image embeddings cut by a small chunked-prefill budget: "Attempted
+# to assign 7 x 256 = 1792 multimodal tokens to 506 placeholders" (vllm#7996).
+_MM_ITEM_ABOVE_BATCH = re.compile(
+    r"max_tokens_per_mm_item \((?P<item>\d+)\) is larger than\s+max_num_batched_tokens "
+    r"\((?P<batched>\d+)\)"
+)
+_MM_PLACEHOLDERS = re.compile(
+    r"Attempted to assign (?:\d+ x \d+ = )?(?P<item>\d+) multimodal tokens to (?P<slots>\d+) "
+    r"placeholders"
+)
 # max_num_batched_tokens defaults that became prompt limits: 2560 (0.1.x), 2048 (chunked
 # prefill's default when max_model_len > 32K, 0.4-0.7).
 _BATCHED_DEFAULTS = (2560, 2048)
@@ -67,6 +87,11 @@ def _first(ctx, pattern: re.Pattern[str]) -> tuple[re.Match[str], str] | None:
         match = pattern.search(line)
         if match:
             return match, line.strip()
+    # A message wrapped over lines by a terminal or a pasted block: read the lines joined.
+    joined = " ".join(line.strip() for line in ctx.raw_lines[-400:])
+    match = pattern.search(joined)
+    if match:
+        return match, joined[max(match.start() - 40, 0) : match.end() + 40]
     return None
 
 
@@ -224,8 +249,74 @@ def prompt_too_long(ctx) -> list[Finding]:
     ]
 
 
+def batched_tokens_below_max_model_len(ctx) -> list[Finding]:
+    found = _first(ctx, _BATCHED_BELOW_LEN)
+    if found is None:
+        return []
+    match, line = found
+    batched, length = int(match.group("batched")), int(match.group("len"))
+    acts = (
+        Action(
+            "max_num_batched_tokens",
+            "raise",
+            length,
+            f"without chunked prefill one step must hold a whole prompt of max_model_len "
+            f"({length:,}); {batched:,} cannot",
+            "a larger activation peak per step (profiled at start-up)",
+        ),
+        Action(
+            "max_model_len",
+            "lower",
+            batched,
+            f"or accept prompts of at most {batched:,} tokens",
+            "longer requests are rejected",
+        ),
+    )
+    return [
+        Finding(
+            "batched-tokens-below-max-model-len",
+            4,
+            "error",
+            "max_num_batched_tokens is smaller than max_model_len",
+            (line[:400],),
+            acts,
+        )
+    ]
+
+
+def multimodal_item_above_batch(ctx) -> list[Finding]:
+    found = _first(ctx, _MM_ITEM_ABOVE_BATCH) or _first(ctx, _MM_PLACEHOLDERS)
+    if found is None:
+        return []
+    match, line = found
+    item = int(match.group("item"))
+    batched = ctx.knobs.max_num_batched_tokens
+    value = max(item, batched or 0) if batched is None or item > batched else batched * 2
+    value = -(-value // 256) * 256  # whole 256-token chunks
+    return [
+        Finding(
+            "multimodal-item-above-batch",
+            4,
+            "error",
+            "A multimodal item does not fit one scheduler step",
+            (line[:400],),
+            (
+                Action(
+                    "max_num_batched_tokens",
+                    "raise",
+                    value,
+                    f"one image/video item needs {item:,} tokens in a single step",
+                    "a larger activation peak per step",
+                ),
+            ),
+        )
+    ]
+
+
 RULES = (
     dtype_unsupported,
+    batched_tokens_below_max_model_len,
+    multimodal_item_above_batch,
     fp8_kv_unsupported,
     quantization_unsupported,
     mamba_blocks_below_max_num_seqs,

@@ -137,3 +137,45 @@ def test_the_v1_kv_shortfall_without_the_parenthesis_is_read():
     )
     assert top.id.startswith("max-seq-len-exceeds-kv")
     assert any(a.knob == "max_model_len" and a.direction == "lower" for a in top.actions)
+
+
+def test_batched_tokens_below_max_model_len_raises_the_batch_budget_to_the_length():
+    top = _top(
+        "ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (131072). This "
+        "effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM "
+        "reject longer sequences. Please increase max_num_batched_tokens or decrease "
+        "max_model_len."
+    )
+    assert top.id == "batched-tokens-below-max-model-len" and top.step == 4
+    first, alt = top.actions[:2]
+    assert (first.knob, first.direction, first.value) == ("max_num_batched_tokens", "raise", 131072)
+    assert (alt.knob, alt.direction) == ("max_model_len", "lower")
+
+
+def test_the_refusal_wrapped_over_two_lines_is_still_read():
+    top = _top(
+        "Value error, max_num_batched_tokens (2048) is smaller than\n"
+        "max_model_len (4096). This effectively limits the maximum sequence length"
+    )
+    assert top.id == "batched-tokens-below-max-model-len"
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        (
+            "ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger "
+            "than max_num_batched_tokens (512). Please increase max_num_batched_tokens.",
+            2560,
+        ),
+        (
+            "ValueError: Attempted to assign 7 x 256 = 1792 multimodal tokens to 506 placeholders",
+            1792,
+        ),
+    ],
+)
+def test_a_multimodal_item_above_the_batch_budget_raises_it(line, value):
+    top = _top(line)
+    assert top.id == "multimodal-item-above-batch" and top.step == 4
+    act = top.actions[0]
+    assert (act.knob, act.direction, act.value) == ("max_num_batched_tokens", "raise", value)
