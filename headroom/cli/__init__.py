@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "model": ("headroom.cli.model", "print a local model's shape and weight size"),
     "runs": ("headroom.cli.runs", "the run journal as a configuration comparison table"),
     "bench": ("headroom.cli.bench", "concurrency ramp against a server: throughput, latency, knee"),
+    "sweep": ("headroom.cli.sweep", "start each configuration, run the same ramp, fill one table"),
     "fleet": ("headroom.cli.fleet", "many servers and their GPUs via Prometheus or direct scrape"),
 }
 

@@ -34,15 +34,9 @@ from headroom.bench.workload import (
 from headroom.supervisor.journal import Journal
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="headroom bench",
-        description="Drive an OpenAI-compatible server (vLLM or the simulator) through a "
-        "concurrency ramp and find the knee: where more concurrency stops buying throughput.",
-        epilog="The API key is read from --api-key or VLLM_API_KEY; it is sent only as a "
-        "Bearer header on /v1 requests and is never printed or journaled.",
-    )
-    p.add_argument("url", nargs="?", help="server base URL, e.g. http://127.0.0.1:8000")
+def add_load_arguments(p: argparse.ArgumentParser) -> None:
+    """The ramp, request, bound and knee options: `bench` and `sweep` share them, so a
+    sweep's load is described exactly as one bench's."""
     ramp = p.add_argument_group("ramp")
     ramp.add_argument(
         "--ramp", help="concurrency steps, e.g. 1,2,4,8 (default: doubling to --max-concurrency)"
@@ -96,6 +90,18 @@ def build_parser() -> argparse.ArgumentParser:
     knee.add_argument("--ttft-p95-ms", type=float, default=None, help="TTFT p95 target")
     knee.add_argument("--itl-p95-ms", type=float, default=None, help="ITL p95 target")
     knee.add_argument("--e2e-p95-ms", type=float, default=None, help="end-to-end p95 target")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="headroom bench",
+        description="Drive an OpenAI-compatible server (vLLM or the simulator) through a "
+        "concurrency ramp and find the knee: where more concurrency stops buying throughput.",
+        epilog="The API key is read from --api-key or VLLM_API_KEY; it is sent only as a "
+        "Bearer header on /v1 requests and is never printed or journaled.",
+    )
+    p.add_argument("url", nargs="?", help="server base URL, e.g. http://127.0.0.1:8000")
+    add_load_arguments(p)
     out = p.add_argument_group("output")
     fmt = out.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the result as JSON")

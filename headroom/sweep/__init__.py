@@ -1,0 +1,1 @@
+"""The configuration sweep: one command fills the comparison table (issue 17)."""
