@@ -78,10 +78,19 @@ class GpuSampler:
         total = self.total_bytes.get(index)
         return self.peak_bytes[index] / GIB, (total / GIB if total else None)
 
-    def skew_note(self, used: Sequence[int] | None = None) -> str | None:
-        if not self.samples or len(self.util_sum) < 2:
+    def used_gpus(self) -> list[int]:
+        """The GPUs this server holds: a tenth of their memory or more at the peak (a GPU
+        outside the configuration stays near its idle few hundred MiB)."""
+        return [
+            i for i, peak in self.peak_bytes.items()
+            if self.total_bytes.get(i) and peak >= 0.1 * self.total_bytes[i]
+        ]  # fmt: skip
+
+    def skew_note(self) -> str | None:
+        if not self.samples:
             return None
-        means = {i: s / self.samples for i, s in self.util_sum.items() if used is None or i in used}
+        used = self.used_gpus()
+        means = {i: s / self.samples for i, s in self.util_sum.items() if i in used}
         if len(means) < 2:
             return None
         busiest, idlest = max(means, key=means.__getitem__), min(means, key=means.__getitem__)
@@ -128,9 +137,10 @@ def _bench_notes(result: BenchResult) -> list[str]:
     preempted = sum(s.preemptions or 0 for s in result.steps)
     if preempted:
         notes.append(f"{preempted:g} preemptions during the ramp")
-    bad = [s for s in result.steps if s.errors or s.cut]
-    for step in bad[:2]:
-        notes.append(f"concurrency {step.concurrency}: {step.errors} errors, {step.cut} cut")
+    # (requests cut at a step's end are normal: the step's clock ran out, not the server)
+    for step in [s for s in result.steps if s.errors][:2]:
+        example = f" ({step.error_examples[0]})" if step.error_examples else ""
+        notes.append(f"concurrency {step.concurrency}: {step.errors} errors{example}")
     if result.stopped_reason:
         notes.append(f"ramp stopped: {result.stopped_reason}")
     return notes
@@ -237,7 +247,7 @@ async def _run_one(
     run_id = sup.run.run_id
     try:
         row = await _measure(
-            sup, item, bench, probe, run_id, journal, memory_margin, ready_timeout_s, say
+            sup, item, bench, nvml_factory, run_id, journal, memory_margin, ready_timeout_s, say
         )
     finally:
         # Also when interrupted: the server goes and its memory is released; the journal
@@ -251,13 +261,15 @@ async def _run_one(
 
 
 async def _measure(
-    sup, item, bench, probe, run_id, journal, memory_margin, ready_timeout_s, say
+    sup, item, bench, nvml_factory, run_id, journal, memory_margin, ready_timeout_s, say
 ) -> SweepRow:
     if not await sup.wait_ready(ready_timeout_s):
-        why = sup.run.failure or f"not ready ({sup.state.value})"
+        why = sup.run.failure_reason or f"not ready ({sup.state.value})"
         return SweepRow(item.label, item.gpus, "failed", run_id, notes=(str(why),))
     say("ready")
-    sampler = GpuSampler(probe)
+    # A probe of its own, made now: one made before the server wrote anything may have
+    # found no GPUs yet and would wait out its retry interval.
+    sampler = GpuSampler(nvml_factory())
     sampling = asyncio.create_task(sampler.run())
     try:
         say("bench")
@@ -268,8 +280,8 @@ async def _measure(
         sampling.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sampling
-    metrics = sup.metrics.latest
-    kv = metrics.total.kv_capacity_tokens if metrics is not None else None
+    metrics = await sup.metrics.latest(sup.url, max_age_s=0.0)  # the one shared reader
+    kv = metrics.total.kv_capacity_tokens
     record_bench(result, journal, run_id)
     return row_from(
         item, result, sampler, run_id=run_id, kv_tokens=kv,

@@ -54,7 +54,8 @@ class Choice:
 def baseline_of(rows: Sequence[SweepRow]) -> SweepRow | None:
     done = [r for r in rows if r.outcome == "done" and r.throughput_tok_s]
     single = [r for r in done if r.gpus == 1]
-    return (single or done or [None])[0]
+    candidates = single or done
+    return candidates[0] if candidates else None
 
 
 def ratio(row: SweepRow, base: SweepRow | None) -> float | None:

@@ -130,3 +130,17 @@ def test_resume_reads_finished_rows_back(tmp_path):
     assert list(found) == ["TP=2"]
     assert found["TP=2"] == done
     assert json.loads(json.dumps(row_json(found["TP=2"], None)))["throughput_tok_s"] == 900.0
+
+
+def test_only_the_configurations_gpus_count_for_skew():
+    from headroom.sweep.runner import GpuSampler
+
+    total = 80 * 2**30
+    sampler = GpuSampler(None, samples=10)
+    sampler.total_bytes = {0: total, 1: total, 2: total}
+    sampler.peak_bytes = {0: 70 * 2**30, 1: 70 * 2**30, 2: 2**29}  # GPU 2 is not in this run
+    sampler.util_sum = {0: 800.0, 1: 790.0, 2: 0.0}
+    assert sampler.used_gpus() == [0, 1] and sampler.skew_note() is None
+    sampler.util_sum = {0: 800.0, 1: 200.0, 2: 0.0}
+    assert sampler.skew_note() == "GPU 1 idles: 20% utilization vs 80% on GPU 0"
+    assert sampler.fullest() == (70.0, 80.0)

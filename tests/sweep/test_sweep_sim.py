@@ -13,7 +13,6 @@ import socket
 from pathlib import Path
 
 import pytest
-from headroom.supervisor.settings import SupervisorSettings
 
 from headroom.bench.ramp import BenchConfig
 from headroom.bench.workload import load_jsonl_distribution
@@ -21,6 +20,7 @@ from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.model_table import resolve_model
 from headroom.probes.nvml import NvmlProbe
 from headroom.supervisor.journal import Journal
+from headroom.supervisor.settings import SupervisorSettings
 from headroom.sweep.configs import check_feasible, order_tries, parse_try
 from headroom.sweep.runner import run_sweep
 from headroom.sweep.table import choose, render_json, render_text
