@@ -50,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="headroom sweep",
         description="Run each configuration under the same load and fill one table.",
     )
-    p.add_argument("model", help="the model, as vllm serve takes it")
+    # dest differs from the bench's --model (the served name requests ask for)
+    p.add_argument("model_path", metavar="MODEL", help="the model, as vllm serve takes it")
     p.add_argument("--gpus", help="the GPUs (8xH100, 2x8xH100): checks each try before launch")
     p.add_argument("--nodes", type=int, default=None, help="nodes (default 1, or from --gpus)")
     p.add_argument(
@@ -82,7 +83,9 @@ def _bench_config(args: argparse.Namespace):
 
 
 def _progress(p: SweepProgress) -> None:
-    extra = f": {p.text}" if p.text and p.phase in ("skipped", "failed", "starting") else ""
+    extra = (
+        f": {p.text}" if p.text and p.phase in ("skipped", "failed", "starting", "resumed") else ""
+    )
     print(f"[{p.index + 1}/{p.total}] {p.label}: {p.phase}{extra}", file=sys.stderr)
 
 
@@ -114,11 +117,11 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
     try:
-        base = parse_command(["vllm", "serve", args.model, *vllm_flags])
+        base = parse_command(["vllm", "serve", args.model_path, *vllm_flags])
         gpu = parse_gpu_spec(args.gpus) if args.gpus else None
         nodes = resolve_nodes(gpu, args.nodes) if gpu else (args.nodes or 1)
         try:
-            model = resolve_model(args.model)
+            model = resolve_model(args.model_path)
         except UnknownModelError:
             model = None  # a model Headroom cannot size: tries are launched unchecked
         tries = _tries(args, model, gpu, nodes, base)

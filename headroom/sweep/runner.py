@@ -256,7 +256,7 @@ async def _run_one(
         await sup.stop(outcome="stopped")
         await sup.close()
     journal.update(run_id, sweep={"id": sweep_id, "label": item.label, "row": row_json(row, None)})
-    say(row.outcome, "", row)
+    say(row.outcome, "; ".join(row.notes) if row.outcome != "done" else "", row)
     return row
 
 
