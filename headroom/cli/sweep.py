@@ -20,8 +20,8 @@ from pathlib import Path
 
 from headroom.bench.workload import WorkloadError
 from headroom.cli.bench import add_load_arguments, config_from_args
+from headroom.cli.doctor_inputs import InputError, model_from_option
 from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec, resolve_nodes
-from headroom.doctor.model_table import UnknownModelError, resolve_model
 from headroom.probes.nvml import NvmlProbe
 from headroom.supervisor.journal import Journal
 from headroom.supervisor.launcher import LauncherError, load_config
@@ -121,9 +121,11 @@ def main(argv: list[str]) -> int:
         gpu = parse_gpu_spec(args.gpus) if args.gpus else None
         nodes = resolve_nodes(gpu, args.nodes) if gpu else (args.nodes or 1)
         try:
-            model = resolve_model(args.model_path)
-        except UnknownModelError:
-            model = None  # a model Headroom cannot size: tries are launched unchecked
+            model, _ = model_from_option(args.model_path)
+        except InputError:
+            model = None  # a model Headroom cannot size: its tries are launched unchecked
+        if model is not None and not model.sizable:
+            model = None
         tries = _tries(args, model, gpu, nodes, base)
         bench = _bench_config(args)
         config = load_config()

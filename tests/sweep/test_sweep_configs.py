@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from headroom.doctor.gpu_spec import parse_gpu_spec
-from headroom.doctor.model_table import resolve_model
+from headroom.doctor.model_table import find_model
 from headroom.supervisor.journal import Journal, RunRecord
 from headroom.sweep.configs import (
     TryError,
@@ -55,7 +55,7 @@ def test_infeasible_tries_are_skipped_with_the_reason():
     base = parse_command(
         ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "8192"]
     )
-    model = resolve_model("meta-llama/Llama-3.1-70B-Instruct")
+    model = find_model("meta-llama/Llama-3.1-70B-Instruct")
     gpu = parse_gpu_spec("4xH100")
     skipped = {
         spec: check_feasible(parse_try(spec), base=base, model=model, gpu=gpu).skip_reason
@@ -76,7 +76,7 @@ def test_candidates_for_four_gpus():
     labels = [
         c.label
         for c in candidate_tries(
-            resolve_model("meta-llama/Llama-3.1-8B-Instruct"), parse_gpu_spec("4xH100")
+            find_model("meta-llama/Llama-3.1-8B-Instruct"), parse_gpu_spec("4xH100")
         )
     ]
     assert labels[:3] == ["TP=1", "TP=2", "TP=4"]

@@ -17,7 +17,7 @@ import pytest
 from headroom.bench.ramp import BenchConfig
 from headroom.bench.workload import load_jsonl_distribution
 from headroom.doctor.gpu_spec import parse_gpu_spec
-from headroom.doctor.model_table import resolve_model
+from headroom.doctor.model_table import find_model
 from headroom.probes.nvml import NvmlProbe
 from headroom.supervisor.journal import Journal
 from headroom.supervisor.settings import SupervisorSettings
@@ -56,7 +56,7 @@ def _sweep(tmp: Path, interconnect: str, monkeypatch) -> tuple[list, Journal]:
     base = parse_command(
         ["vllm", "serve", MODEL, "--port", str(_free_port()), "--max-model-len", "4096"]
     )
-    gpu, model = parse_gpu_spec("4xH100"), resolve_model(MODEL)
+    gpu, model = parse_gpu_spec("4xH100"), find_model(MODEL)
     tries = order_tries(
         [check_feasible(parse_try(t), base=base, model=model, gpu=gpu) for t in TRIES]
     )
