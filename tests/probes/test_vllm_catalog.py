@@ -117,6 +117,14 @@ FINDING_FOR_KIND = {
     "engine_core_failed": {"engine-died"},
     "engine_dead": {"engine-died"},
     "worker_died": {"engine-died"},
+    "ray_infeasible_request": {"ray-placement-ip-mismatch", "ray-placement-failed"},
+    "ray_placement_failed": {"ray-placement-failed"},
+    "ray_node_without_gpu": {"ray-node-without-gpu"},
+    "nccl_no_socket_interface": {"nccl-no-socket-interface"},
+    "ray_node_dead": {"ray-node-dead"},
+    "local_world_size_exceeds": {"tp-across-nodes"},
+    "engine_start_timeout": {"engine-start-timeout"},
+    "gloo_error": {"gloo-wrong-interface"},
 }
 
 DOCTOR_CASES = [

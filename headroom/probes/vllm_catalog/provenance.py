@@ -539,6 +539,47 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'ray_tp_spread_nodes': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/executor/ray_utils.py:142',
+            '0.6.6.post1: vllm/executor/ray_utils.py:151, vllm/v1/executor/ray_utils.py:130',
+            '0.7.3: vllm/executor/ray_utils.py:189',
+            '0.32.0: vllm/v1/executor/ray_utils.py:323',
+        ),
+        ('ray_utils.py',),
+    ),
+    'ray_no_gpu_on_node': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0'),
+        (
+            '0.5.5: vllm/executor/ray_utils.py:277',
+            '0.6.6.post1: vllm/executor/ray_utils.py:301, vllm/v1/executor/ray_utils.py:255',
+            '0.7.3: vllm/executor/ray_utils.py:344',
+            '0.32.0: vllm/v1/executor/ray_utils.py:635',
+        ),
+        (),
+    ),
+    'local_world_size_exceeds': (
+        ('0.32.0', '0.33.0'),
+        (
+            '0.32.0: vllm/v1/worker/gpu_worker.py:488, vllm/v1/worker/xpu_worker.py:150',
+        ),
+        (),
+    ),
+    'engine_ready_timeout': (
+        ('0.32.0', '0.33.0'),
+        (
+            '0.32.0: vllm/v1/engine/core_client.py:743',
+        ),
+        (),
+    ),
+    'headless_handshake_timeout': (
+        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.9.2: vllm/v1/engine/core.py:528',
+        ),
+        (),
+    ),
     'rpc_timeout': (
         ('0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
