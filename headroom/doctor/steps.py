@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from headroom.doctor.candidates import action_problems
 from headroom.doctor.findings import STEP_NAMES, Action, Finding, StepStatus, finding_step
+from headroom.doctor.memory_model import heads_valid
 from headroom.doctor.rules_parallel import gpus_per_node
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -219,6 +220,11 @@ def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
     if step == 2:
         if model is None:
             return "unknown", "needs the model's head counts"
+        if not heads_valid(model, knobs.tp):  # no finding says so, but the line would not start
+            return "fail", (
+                f"TP {knobs.tp} does not divide {model.num_attention_heads} heads and "
+                f"{model.num_kv_heads} KV heads (vLLM refuses it at start-up)"
+            )
         why = f"TP {knobs.tp} divides {model.num_attention_heads} heads and {model.num_kv_heads} KV heads"
         if ctx.inputs.topology is None and ctx.gpu is None:
             return "ok", why + "; links unknown (no topology)"

@@ -100,3 +100,11 @@ def test_a_partial_model_config_is_named_in_lacking():
     whole = replace(partial, num_layers=32, unread=())
     assert not any("does not give" in line for line in diagnose(
         DoctorInputs(command=parse_command("vllm serve m"), model=whole)).lacking)  # fmt: skip
+
+
+def test_step_two_never_claims_a_tp_divides_heads_it_does_not():
+    shape = shape_from_config(MIXTRAL, "mixtral")  # 32 heads, 8 KV heads
+    bad = diagnose(DoctorInputs(command=parse_command("vllm serve m -tp 3"), model=shape))
+    assert bad.steps[1].status == "fail" and "does not divide" in bad.steps[1].why
+    good = diagnose(DoctorInputs(command=parse_command("vllm serve m -tp 4"), model=shape))
+    assert good.steps[1].status == "ok" and "TP 4 divides" in good.steps[1].why
