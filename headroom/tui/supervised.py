@@ -1,8 +1,8 @@
 """What the TUI needs from a server Headroom supervises, as a typed Protocol.
 
-`headroom.supervisor.Supervisor` implements it (structurally: the type checker compares the
-two wherever `run_serve` or `attach --launched-with` hands a Supervisor to the TUI), and
-test doubles implement the same few members. The TUI reads these and nothing else, so a
+`headroom.supervisor.Supervisor` implements it (structurally: the check at the end of this
+module makes the type checker compare the two), and test doubles implement the same few
+members. The TUI reads these and nothing else, so a
 change on the supervisor's side that the TUI would trip over fails `mypy`, not a user.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor.journal import Journal
@@ -78,3 +78,10 @@ class SupervisedServer(Protocol):
     async def restart(
         self, changes: Mapping[str, object], *, expected: RestartPreview | None = None
     ) -> RestartOutcome: ...
+
+
+if TYPE_CHECKING:  # for mypy only: a Supervisor must be usable wherever the TUI wants one
+    from headroom.supervisor.supervisor import Supervisor
+
+    def _supervisor_is_a_supervised_server(supervisor: Supervisor) -> SupervisedServer:
+        return supervisor
