@@ -3,6 +3,7 @@ vLLM version, log events and the memory account."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -22,6 +23,9 @@ from headroom.probes.model import ModelShape
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
 
 # Messages only the V0 engine printed (vllm/worker/worker.py, V0 executors).
+_INSTALLED_VERSION = re.compile(
+    r"\bvllm-(\d+\.\d+\.\d+(?:\.post\d+)?)(?:\+[\w.]+)?(?:-py3[\w.-]*\.egg|\.dist-info)"
+)
 _V0_MARKERS = (
     "# GPU blocks:",
     "stored in KV cache (",
@@ -119,6 +123,12 @@ class Context:
         version = getattr(self.facts, "vllm_version", None)
         if parse_version(version):
             return version
+        for line in self.raw_lines[:5000]:
+            # A traceback through an installed wheel or egg names the release in its path:
+            # ".../vllm-0.2.7+cu123-py3.10-linux-x86_64.egg/vllm/...", "vllm-0.6.3.dist-info".
+            found = _INSTALLED_VERSION.search(line)
+            if found:
+                return found.group(1)
         if any(_V0_ONLY in line for line in self.raw_lines[:5000] for _V0_ONLY in _V0_MARKERS):
             return "0.7.3"  # the V0 engine's wording: the last release where V0 was the default
         return None

@@ -8,13 +8,16 @@ utilization at start-up means others hold memory: lower the utilization to what 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from headroom.doctor import actions as A
 from headroom.doctor.candidates import fix_actions, is_quantized
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
+from headroom.probes.vllm_log_fields import to_gib
 
 
 def _compact(actions) -> tuple[Action, ...]:
@@ -24,6 +27,19 @@ def _compact(actions) -> tuple[Action, ...]:
 def _number(fields: Mapping[str, object], key: str) -> float | None:
     value = fields.get(key)
     return float(value) if isinstance(value, int | float) else None
+
+
+# Frames of a model forward pass in a traceback, in every release read: a layer's forward
+# (model_executor/layers/*.py, "in forward"), V0's profile_run / execute_model /
+# determine_num_available_blocks, V1's _dummy_run / determine_available_memory.
+_FORWARD_FRAMES = (
+    ", in forward",
+    "in profile_run",
+    "in execute_model",
+    "in determine_num_available_blocks",
+    "in _dummy_run",
+    "in determine_available_memory",
+)
 
 
 def _oom_phase(ctx, event: LogEvent) -> str:
@@ -49,6 +65,10 @@ def _oom_phase(ctx, event: LogEvent) -> str:
         return "graphs"
     if any(e.kind in ("startup_complete", "stats") for e in before):
         return "runtime"
+    if any(frame in around for frame in _FORWARD_FRAMES):
+        # The traceback runs through the model's forward (the start-up profile or a step):
+        # an activation, not a weight being loaded.
+        return "activation"
     if not any(e.kind in ("weights_loaded",) for e in before):
         total, process = _number(nums, "total_gib"), _number(nums, "largest_process_gib")
         if (
@@ -77,8 +97,9 @@ def cuda_oom(ctx) -> list[Finding]:
             f"{nums.get('free_gib', 0):.2f} GiB free of {nums['total_gib']:.2f} GiB when "
             f"{nums.get('tried_gib', 0):.2f} GiB more was asked for"
         )
-    if nums.get("process_count", 0) > 1:
-        evidence.append(f"{int(nums['process_count'])} processes hold memory on this GPU")
+    foreign = _foreign_gib(event.line)
+    if foreign is not None and foreign > 0:
+        evidence.append(f"other processes hold {foreign:.2f} GiB on this GPU")
     acc = ctx.account
     out: list[Finding] = []
     weights_alone = _weights_do_not_fit(ctx)
@@ -104,7 +125,7 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
     if phase == "weights" or weights_alone:
         out.append(_weights_finding(ctx, evidence, weights_alone))
-    if nums.get("process_count", 0) > 1:
+    if _foreign_matters(ctx, foreign, _number(nums, "total_gib")):
         acts = [A.lower_utilization(ctx, None, "another process's memory is on this GPU too")]
         out.append(
             Finding(
@@ -140,6 +161,26 @@ def cuda_oom(ctx) -> list[Finding]:
             A.lower_utilization(ctx, None, "leaves room for CUDA-graph pools"),
         ]
         title = "Out of GPU memory capturing CUDA graphs"
+    elif _v0_whole_prompt_profile(ctx):
+        # V0 (0.2-0.7) without chunked prefill: max_num_batched_tokens defaults to
+        # max(max_model_len, 2048), so the start-up profile runs one whole max_model_len
+        # prefill; max_model_len sets the activation peak.
+        length = ctx.knobs.max_model_len or (
+            ctx.model_read.max_position_embeddings if ctx.model_read else None
+        )
+        acts = [
+            A.lower_max_model_len(length // 2, "V0 profiles one whole max_model_len prefill")
+            if length
+            else Action(
+                "max_model_len",
+                "lower",
+                None,
+                "V0 profiles one whole max_model_len prefill: its activations did not fit",
+                "requests longer than this are rejected",
+            ),
+            A.lower_utilization(ctx, None, "leaves room above the profiled activation peak"),
+        ]
+        title = "Out of GPU memory at the activation peak (a whole max_model_len prefill)"
     else:
         acts = [
             A.lower_batched_tokens(batched, "a smaller activation peak per step"),
@@ -147,6 +188,44 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
         title = "Out of GPU memory at the activation peak"
     return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), _compact(acts))]
+
+
+_PROCESS_MEMORY = re.compile(r"Process \d+ has ([\d.]+) ?(bytes|[KMGT]iB) memory in use")
+
+
+def _foreign_gib(line: str) -> float | None:
+    """Memory other processes hold, from PyTorch's OOM message: every "Process N has X" when
+    it also names "this process" (2.2+), else all but the largest (2.1 lists the engine too)."""
+    sizes = [g for n, u in _PROCESS_MEMORY.findall(line) if (g := to_gib(n, u)) is not None]
+    if not sizes:
+        return None
+    if "this process has" in line:
+        return sum(sizes)
+    return sum(sizes) - max(sizes)
+
+
+def _foreign_matters(ctx, foreign: float | None, total: float | None) -> bool:
+    """Others' memory explains the OOM only beyond the share vLLM leaves to the rest of the
+    GPU, total x (1 - gpu_memory_utilization); a few hundred MiB of another process's CUDA
+    context does not."""
+    if not foreign:
+        return False
+    if total is None:
+        return True
+    return foreign > total * (1.0 - ctx.utilization)
+
+
+def _v0_whole_prompt_profile(ctx) -> bool:
+    """A V0 release (known from the log or the input) whose batch budget was left to default."""
+    version = parse_version(ctx.version)
+    cmd = ctx.inputs.command
+    chunked = cmd.get("enable_chunked_prefill") if cmd is not None else None
+    return (
+        version is not None
+        and not is_v1(version)
+        and ctx.knobs.max_num_batched_tokens is None
+        and str(chunked).lower() not in {"true", "1", "yes", ""}
+    )
 
 
 def _weights_do_not_fit(ctx) -> str | None:

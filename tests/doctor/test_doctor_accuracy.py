@@ -22,7 +22,7 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 56, "right_knob": 52},
+    "train": {"right_step": 58, "right_knob": 54},
     "validation": {"right_step": 29, "right_knob": 23},
 }
 

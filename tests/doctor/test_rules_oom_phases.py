@@ -1,0 +1,49 @@
+"""OOM phase and cause details of headroom/doctor/rules_oom.py read from public threads'
+texts (tests/fixtures/incidents): a forward frame means activations, a V0 release with the
+default batch budget profiles one whole max_model_len prefill, and a few hundred MiB of
+another process's memory is not what filled the GPU."""
+
+from __future__ import annotations
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.vllm_cmd import parse_command
+
+OOM_21 = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a "
+    "total capacty of 23.64 GiB of which 950.44 MiB is free. Process 2316410 has 176.00 MiB "
+    "memory in use. Process 3149588 has 250.00 MiB memory in use. Including non-PyTorch memory, "
+    "this process has 22.30 GiB memory in use. Of the allocated memory 19.44 GiB is allocated "
+    "by PyTorch, and 2.51 GiB is reserved by PyTorch but unallocated."
+)
+FORWARD_V027 = (
+    '  File "/usr/lib/python3.10/site-packages/vllm-0.2.7+cu123-py3.10-linux-x86_64.egg/vllm/'
+    'model_executor/layers/activation.py", line 35, in forward\n'
+    "    out = torch.empty(output_shape, dtype=x.dtype, device=x.device)\n"
+)
+
+
+def _top(log: str, argv: list[str] | None = None):
+    d = diagnose(DoctorInputs(log=log, command=parse_command(argv) if argv else None))
+    assert d.findings
+    return d.findings[0]
+
+
+def test_v0_forward_oom_with_the_default_batch_budget_lowers_max_model_len():
+    top = _top(FORWARD_V027 + OOM_21)
+    assert top.id == "cuda-oom-activation"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("max_model_len", "lower")
+    assert not any(a.knob == "tensor_parallel_size" for a in top.actions)
+
+
+def test_v0_forward_oom_with_a_batch_budget_set_lowers_the_budget():
+    top = _top(FORWARD_V027 + OOM_21, ["vllm", "serve", "m", "--max-num-batched-tokens", "8192"])
+    assert top.id == "cuda-oom-activation"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("max_num_batched_tokens", "lower")
+
+
+def test_small_foreign_processes_are_not_the_cause_but_large_ones_are():
+    small = diagnose(DoctorInputs(log=FORWARD_V027 + OOM_21))
+    assert not any(f.id == "cuda-oom-foreign-process" for f in small.findings)
+    big = OOM_21.replace("Process 3149588 has 250.00 MiB", "Process 3149588 has 9.50 GiB")
+    found = diagnose(DoctorInputs(log=FORWARD_V027 + big))
+    assert any(f.id == "cuda-oom-foreign-process" for f in found.findings)
