@@ -146,3 +146,13 @@ def test_entry_through_the_doctor(sig, example):
     elif sig.feeds.startswith(NOT_CONFIG):
         # not a configuration problem: the doctor must not turn a knob for it
         assert not any(f.actions for f in diagnose(DoctorInputs(log=digest)).findings)
+
+
+def test_batched_token_refusals_reach_the_doctor():
+    """batched_tokens_too_small has rules for two of its texts (rules_compat); the third
+    (max_num_seqs above the batch) is recognised and reaches the failures only."""
+    by_id = {s.id: s for s in SIGNATURES}
+    for sig_id, finding in (("batched_tokens_below_max_len", "batched-tokens-below-max-model-len"),
+                            ("mm_item_over_batched_tokens", "multimodal-item-above-batch")):  # fmt: skip
+        digest = digest_text(by_id[sig_id].examples[0])
+        assert finding in {f.id for f in diagnose(DoctorInputs(log=digest)).findings}

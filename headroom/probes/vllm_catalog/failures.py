@@ -29,13 +29,16 @@ ENTRIES: tuple[S, ...] = (
                 "22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).",
                 "Based on the available memory, the estimated maximum model length is 810208.")),
     S("v0_max_seq_len_exceeds_kv", "max_seq_len_exceeds_kv", "error", ("can be stored in KV cache",),
-      r"The model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that "
+      r"model's max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that "
       r"can be stored in KV cache \((?P<estimated_max_len>\d+)\)", "v0_max_seq_len",
       origin="raise", probe=("is larger than the maximum number of tokens that can be stored in KV cache",),
       fields=("max_seq_len", "estimated_max_len", "kv_tokens"), feeds="max-seq-len-exceeds-kv",
       examples=("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can "
                 "be stored in KV cache (81536). Try increasing `gpu_memory_utilization` or decreasing "
-                "`max_model_len` when initializing the engine.",)),
+                "`max_model_len` when initializing the engine.",
+                # as pasted in OpenRLHF/OpenRLHF#336 (the start of the line cut off)
+                "model's max seq len (8192) is larger than the maximum number of tokens that can be stored in KV "
+                "cache (6048).")),
     S("no_cache_memory", "no_cache_memory", "error", ("No available memory for the cache blocks",),
       origin="raise", probe=("No available memory for the cache blocks",), feeds="no-cache-memory",
       examples=("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
