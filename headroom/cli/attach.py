@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import json
 import sys
-from typing import Any
 
 from headroom.probes.metrics import (
     EngineMetrics,
@@ -223,21 +221,15 @@ def _restart_now(supervisor, changes_text: list[str]) -> int:
 def _run_dashboard(url: str, args: argparse.Namespace, supervisor=None) -> int:
     from headroom.tui.app import run_attach  # here: Textual loads only for the dashboard
 
-    # Any: run_attach's keywords have types of their own; only the accepted ones are passed
-    kwargs: dict[str, Any] = {"url": url, "interval": args.interval, "theme": args.theme}
-    accepted = inspect.signature(run_attach).parameters
-    if args.log_from:
-        kwargs["log_from"] = args.log_from
-    if args.log_cmd:
-        if "log_cmd" in accepted:
-            kwargs["log_cmd"] = list(args.log_cmd)
-        else:
-            print("headroom attach: --log-cmd is not supported by this dashboard yet; "
-                  "showing metrics only", file=sys.stderr)  # fmt: skip
-    if supervisor is not None:
-        kwargs["supervisor"] = supervisor
-    kwargs = {k: v for k, v in kwargs.items() if k in accepted}
-    return int(run_attach(**kwargs) or 0)
+    code = run_attach(
+        url,
+        interval=args.interval,
+        theme=args.theme,
+        log_from=args.log_from or None,
+        log_cmd=list(args.log_cmd) if args.log_cmd else None,
+        supervisor=supervisor,
+    )
+    return int(code or 0)
 
 
 # --- text output ----------------------------------------------------------------------

@@ -115,7 +115,7 @@ def _fake_tui(monkeypatch, run_attach) -> None:
 def test_without_once_hands_over_to_the_dashboard(monkeypatch) -> None:
     calls = []
 
-    def run_attach(url, interval=1.0, theme=None, log_from=None):
+    def run_attach(url, interval=1.0, theme=None, log_from=None, log_cmd=None, supervisor=None):
         calls.append({"url": url, "interval": interval, "theme": theme, "log_from": log_from})
         return 0
 
@@ -130,7 +130,7 @@ def test_without_once_hands_over_to_the_dashboard(monkeypatch) -> None:
 def test_log_cmd_is_passed_when_the_dashboard_takes_it(monkeypatch) -> None:
     seen = {}
 
-    def run_attach(url, interval=1.0, theme=None, log_cmd=None):
+    def run_attach(url, interval=1.0, theme=None, log_from=None, log_cmd=None, supervisor=None):
         seen["log_cmd"] = log_cmd
         return 0
 
