@@ -171,7 +171,10 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
     else:
         name = getattr(command, "model", None)
         if not name and log is not None:
-            name = getattr(log.facts(), "model", None)
+            try:
+                name = getattr(log.facts(), "model", None)
+            except Exception:  # a digest that cannot summarise: the doctor says so itself
+                name = None
         model, problem = model_for_name(name, env)
     if problem:
         lacking.append(problem)

@@ -218,6 +218,9 @@ def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
             return "ok", "the log shows no memory failure"
         return "unknown", "needs the model (name, --model-config) and the GPUs (--gpus or NVML)"
     if step == 2:
+        partial = ctx.model_read  # a config too partial to size may still give the heads
+        if model is None and partial is not None and partial.num_attention_heads:
+            model = partial if partial.num_kv_heads else None
         if model is None:
             return "unknown", "needs the model's head counts"
         if not heads_valid(model, knobs.tp):  # no finding says so, but the line would not start

@@ -108,3 +108,8 @@ def test_step_two_never_claims_a_tp_divides_heads_it_does_not():
     assert bad.steps[1].status == "fail" and "does not divide" in bad.steps[1].why
     good = diagnose(DoctorInputs(command=parse_command("vllm serve m -tp 4"), model=shape))
     assert good.steps[1].status == "ok" and "TP 4 divides" in good.steps[1].why
+
+    heads_only = shape_from_config({"num_attention_heads": 32, "num_key_value_heads": 8}, "h")
+    assert not heads_only.sizable
+    partial = diagnose(DoctorInputs(command=parse_command("vllm serve m -tp 3"), model=heads_only))
+    assert partial.steps[1].status == "fail"  # the heads alone decide step 2
