@@ -49,7 +49,28 @@ def _parser() -> argparse.ArgumentParser:
         help="COUNTxNAME[:MEMORY_GIB] when NVML is not there, e.g. 8xH100, 2xGPU:16; "
         "4xGPU (count only) sizes no memory but still checks heads and TP",
     )
-    p.add_argument("--nodes", type=int, default=1, help="nodes the deployment spans (default 1)")
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help="nodes the deployment spans (default 1; --gpus 2x8xH100 says it too)",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="a Ray cluster's GCS address: read with `ray status --address` (the cluster "
+        "under a --distributed-executor-backend ray start)",
+    )
+    p.add_argument(
+        "--ray-dashboard",
+        metavar="URL",
+        help="Ray's dashboard (e.g. http://HEAD:8265): node IPs, dead nodes and placement "
+        "groups from its state API",
+    )
+    p.add_argument("--ray-status", metavar="FILE", help="a saved `ray status` output")
+    p.add_argument(
+        "--ray", metavar="PATH", help="the ray executable (default: HEADROOM_RAY, else ray)"
+    )
     p.add_argument(
         "--vllm-version", help="the vLLM version (else from the log, else the newest known)"
     )
@@ -88,6 +109,18 @@ def render_text(diagnosis) -> str:
     return "\n".join(out)
 
 
+def gpu_shape(inputs) -> str | None:
+    """The hardware as the doctor read it ('2 nodes x 8 H100 (16 GPUs in all)'), so a
+    NODESxCOUNT mix-up shows before any finding does; None without --gpus."""
+    if inputs.gpu_spec is not None:
+        return inputs.gpu_spec.shape(inputs.nodes)
+    if inputs.gpu_count:
+        per = f"{inputs.gpu_count} GPUs (memory unknown)"
+        n = inputs.nodes
+        return f"1 node x {per}" if n == 1 else f"{n} nodes x {per}"
+    return None
+
+
 def main(argv: list[str]) -> int:
     own, vllm_argv = _split(list(argv))
     parser = _parser()
@@ -109,8 +142,12 @@ def main(argv: list[str]) -> int:
     if args.json:
         doc = diagnosis_to_json(diagnosis)
         doc["vllm_version"] = inputs.vllm_version
+        doc["shape"] = gpu_shape(inputs)
         print(json.dumps(doc, indent=2))
     else:
+        shape = gpu_shape(inputs)
+        if shape:
+            print(f"GPUs: {shape}")
         # Evidence quotes log lines and config strings: shown with control characters escaped.
         print(safe_text(render_text(diagnosis), multiline=True))
         print(f"\n(diagnosed in {time.monotonic() - started:.2f} s)", file=sys.stderr)

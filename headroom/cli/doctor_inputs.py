@@ -13,15 +13,18 @@ import asyncio
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from headroom.doctor import DoctorInputs
-from headroom.doctor.gpu_spec import read_gpus_option
+from headroom.doctor.gpu_spec import read_gpus_option, resolve_nodes
 from headroom.doctor.model_table import find_model, known_model_names
 from headroom.probes.log_file import LogFileError, digest_file
 from headroom.probes.model import ModelShape
 from headroom.probes.model_hub import looks_like_repo_id
 from headroom.probes.model_lookup import lookup_model
+from headroom.probes.ray_cluster import RayCluster, RayClusterProbe
+from headroom.probes.ray_status import parse_ray_status
 from headroom.vllm_cmd import VllmCommand, parse_command
 from headroom.vllm_cmd.command import ENV_ASSIGNMENT, CommandLineError
 from headroom.vllm_cmd.config_file import ConfigFileError, with_config_file
@@ -150,6 +153,41 @@ def model_for_name(
     return found.shape, found.problem
 
 
+def read_ray_cluster(args, env: Mapping[str, str]) -> RayCluster | None:
+    """`--ray-status FILE` (a saved `ray status`), `--ray-address HOST:PORT` (runs `ray
+    status --address`, the executable from --ray or HEADROOM_RAY) and `--ray-dashboard URL`
+    (the state API: node IPs, dead nodes, placement groups' bundles), merged into one
+    RayCluster. None when none was given. A cluster that does not answer is not an input
+    error: the cluster's `problems` say why and go into `lacking`."""
+    status_file = getattr(args, "ray_status", None)
+    address = getattr(args, "ray_address", None)
+    dashboard = getattr(args, "ray_dashboard", None)
+    if not (status_file or address or dashboard):
+        return None
+    saved = None
+    if status_file:
+        saved = parse_ray_status(read_text(status_file))
+        if saved.format is None:
+            raise InputError(f"{status_file} is not a `ray status` output: {saved.problems[0]}")
+    if dashboard and not dashboard.startswith(("http://", "https://")):
+        raise InputError(f"--ray-dashboard {dashboard!r}: expected a URL, e.g. http://HEAD:8265")
+    probe = RayClusterProbe(
+        address,
+        dashboard,
+        ray_executable=getattr(args, "ray", None) or env.get("HEADROOM_RAY"),
+        env=env,
+    )
+    if address:
+        live = asyncio.run(probe.read())  # `ray status` and, with a dashboard, the state API
+    elif dashboard:
+        live = asyncio.run(probe.read_nodes())
+    else:
+        return RayCluster(0.0, None, saved, None, None, saved.problems if saved else ())
+    if saved is not None and live.status is None:
+        return replace(live, status=saved)
+    return live
+
+
 def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = None) -> DoctorInputs:
     """Read every input the arguments name; raises InputError for unreadable user input."""
     env = os.environ if env is None else env
@@ -184,6 +222,11 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
             f"GPU memory unknown (--gpus {args.gpus} gives the count only; add :MEMORY_GIB, "
             f"e.g. {gpu_count}xGPU:24, to size memory)"
         )
+    flag_nodes = getattr(args, "nodes", None)
+    nodes = resolve_nodes(gpu_spec, flag_nodes) if gpu_spec is not None else (flag_nodes or 1)
+    ray_cluster = read_ray_cluster(args, env)
+    if ray_cluster is not None:
+        lacking.extend(f"Ray cluster: {p}" for p in ray_cluster.problems)
     gpus = host = None
     if args.nvml:
         from headroom.probes.host import read_host
@@ -200,7 +243,8 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
         topology=topology,
         model=model,
         host=host,
-        nodes=max(args.nodes, 1),
+        nodes=nodes,
+        ray_cluster=ray_cluster,
         vllm_version=args.vllm_version or server_version(args.metrics),
         lacking=tuple(lacking),
         gpu_count=gpu_count if gpu_spec is None else None,
