@@ -47,9 +47,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('api_server.py', 'api_utils.py', 'run_batch.py', 'startup.py'),
     ),
     'engine_config': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/engine/llm_engine.py:88',
+            '0.2.7: vllm/engine/llm_engine.py:71',
             '0.6.4.post1: vllm/engine/llm_engine.py:250, vllm/v1/engine/core.py:57',
             '0.9.2: vllm/engine/llm_engine.py:231, vllm/logging_utils/dump_input.py:70, vllm/v1/engine/core.py:69',
             '0.11.0: vllm/logging_utils/dump_input.py:70, vllm/v1/engine/core.py:77',
@@ -150,9 +150,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('distributed_gpu_executor.py', 'executor_base.py', 'gpu_executor.py', 'kv_cache_utils.py'),
     ),
     'graph_capturing_finished': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/worker/model_runner.py:756',
+            '0.2.7: vllm/worker/model_runner.py:547',
             '0.6.4.post1: vllm/v1/worker/gpu_model_runner.py:595, vllm/worker/model_runner.py:1518',
             '0.11.0: vllm/v1/worker/gpu_model_runner.py:3480',
             '0.32.0: vllm/v1/worker/gpu/model_runner.py:1128, vllm/v1/worker/gpu_model_runner.py:6582',
@@ -203,9 +203,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('worker.py',),
     ),
     'v0_gpu_blocks': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
         (
-            '0.3.3: vllm/engine/llm_engine.py:357',
+            '0.2.7: vllm/engine/llm_engine.py:275',
             '0.4.3: vllm/executor/distributed_gpu_executor.py:56, vllm/executor/gpu_executor.py:83',
             '0.5.5: vllm/executor/distributed_gpu_executor.py:56, vllm/executor/gpu_executor.py:121, vllm/executor/ray_tpu_executor.py:240, vllm/executor/tpu_executor.py:79',
             '0.6.4.post1: vllm/executor/distributed_gpu_executor.py:57, vllm/executor/gpu_executor.py:113, vllm/executor/hpu_executor.py:79, vllm/executor/ray_tpu_executor.py:290',
@@ -229,13 +229,14 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'stats': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.2.7: vllm/engine/llm_engine.py:706',
             '0.3.3: vllm/engine/metrics.py:214',
             '0.7.3: vllm/engine/metrics.py:456, vllm/v1/metrics/loggers.py:79',
             '0.32.0: vllm/v1/metrics/loggers.py:283',
         ),
-        ('loggers.py', 'metrics.py'),
+        ('llm_engine.py', 'loggers.py', 'metrics.py'),
     ),
     'v0_preemption': (
         ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
@@ -245,16 +246,16 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('scheduler.py',),
     ),
     'v0_prompt_exceeds_limit': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (
-            '0.3.3: vllm/core/scheduler.py:196',
+            '0.2.7: vllm/core/scheduler.py:150',
         ),
         ('scheduler.py',),
     ),
     'v0_prompt_exceeds_blocks': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (
-            '0.3.3: vllm/core/scheduler.py:211',
+            '0.2.7: vllm/core/scheduler.py:165',
         ),
         ('scheduler.py',),
     ),
@@ -285,9 +286,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'v0_max_seq_len_exceeds_kv': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (
-            '0.3.3: vllm/engine/llm_engine.py:368',
+            '0.2.7: vllm/engine/llm_engine.py:286',
             '0.4.3: vllm/worker/cpu_worker.py:239, vllm/worker/worker.py:377',
             '0.5.5: vllm/worker/cpu_worker.py:277, vllm/worker/openvino_worker.py:259, vllm/worker/worker.py:478',
             '0.6.4.post1: vllm/v1/worker/gpu_worker.py:151, vllm/worker/cpu_worker.py:266, vllm/worker/hpu_worker.py:384, vllm/worker/openvino_worker.py:326',
@@ -298,9 +299,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'no_cache_memory': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/engine/llm_engine.py:361',
+            '0.2.7: vllm/engine/llm_engine.py:279',
             '0.4.3: vllm/worker/cpu_worker.py:231, vllm/worker/worker.py:370',
             '0.5.5: vllm/worker/cpu_worker.py:269, vllm/worker/openvino_worker.py:251, vllm/worker/worker.py:471',
             '0.6.4.post1: vllm/v1/worker/gpu_worker.py:142, vllm/worker/cpu_worker.py:258, vllm/worker/hpu_worker.py:377, vllm/worker/openvino_worker.py:318',
@@ -356,9 +357,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'heads_not_divisible': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/config.py:213',
+            '0.2.7: vllm/config.py:194',
             '0.10.2: vllm/config/__init__.py:1357',
             '0.11.0: vllm/config/model.py:1051',
             '0.32.0: vllm/config/model.py:1549, vllm/model_executor/models/moss_audio.py:1533, vllm/model_executor/models/moss_audio.py:1542, vllm/model_executor/models/moss_audio.py:350',
@@ -367,8 +368,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'kv_heads_divide': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.2.7: vllm/model_executor/parallel_utils/utils.py:12',
             '0.3.3: vllm/model_executor/layers/quantization/marlin.py:105, vllm/model_executor/layers/quantization/marlin.py:109, vllm/model_executor/layers/quantization/marlin.py:115, vllm/model_executor/layers/quantization/marlin.py:119',
             '0.4.3: vllm/distributed/utils.py:12, vllm/model_executor/layers/quantization/gptq_marlin.py:221, vllm/model_executor/layers/quantization/gptq_marlin.py:228, vllm/model_executor/layers/quantization/gptq_marlin.py:235',
             '0.5.5: vllm/distributed/utils.py:17, vllm/distributed/utils.py:59, vllm/model_executor/layers/quantization/gptq_marlin_24.py:162, vllm/model_executor/layers/quantization/gptq_marlin_24.py:167',
@@ -384,8 +386,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'kv_heads_assert_source': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.2.7: vllm/model_executor/models/aquila.py:120, vllm/model_executor/models/chatglm.py:54, vllm/model_executor/models/falcon.py:107, vllm/model_executor/models/llama.py:104',
             '0.3.3: vllm/model_executor/models/chatglm.py:54, vllm/model_executor/models/deepseek.py:196, vllm/model_executor/models/falcon.py:107, vllm/model_executor/models/gemma.py:92',
             '0.4.3: vllm/model_executor/models/arctic.py:233, vllm/model_executor/models/chatglm.py:53, vllm/model_executor/models/commandr.py:143, vllm/model_executor/models/deepseek.py:195',
             '0.5.5: vllm/model_executor/models/arctic.py:233, vllm/model_executor/models/chameleon.py:228, vllm/model_executor/models/chatglm.py:55, vllm/model_executor/models/commandr.py:131',
@@ -401,9 +404,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'pp_layers_not_divisible': (
-        ('0.3.3', '0.4.3'),
+        ('0.2.7', '0.3.3', '0.4.3'),
         (
-            '0.3.3: vllm/config.py:221',
+            '0.2.7: vllm/config.py:202',
         ),
         (),
     ),
@@ -424,18 +427,18 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'ray_placement_gpus': (
-        ('0.3.3', '0.4.3', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/engine/ray_utils.py:124',
+            '0.2.7: vllm/engine/ray_utils.py:107',
             '0.4.3: vllm/executor/ray_utils.py:101',
             '0.32.0: vllm/v1/executor/ray_utils.py:490',
         ),
         (),
     ),
     'batched_tokens_below_max_len': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/config.py:473',
+            '0.2.7: vllm/config.py:387',
             '0.10.2: vllm/config/scheduler.py:255',
         ),
         (),
@@ -448,9 +451,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'batched_tokens_below_max_seqs': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/config.py:481',
+            '0.2.7: vllm/config.py:395',
             '0.10.2: vllm/config/scheduler.py:264',
         ),
         (),
@@ -466,8 +469,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'openai_context_length': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.2.7: vllm/entrypoints/openai/api_server.py:158',
             '0.3.3: vllm/entrypoints/openai/serving_engine.py:166',
             '0.10.2: vllm/entrypoints/openai/serving_engine.py:648, vllm/entrypoints/openai/serving_engine.py:676, vllm/entrypoints/openai/serving_engine.py:685, vllm/entrypoints/renderer.py:386',
             '0.32.0: vllm/renderers/params.py:389, vllm/renderers/params.py:528',
@@ -475,8 +479,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'architecture_unsupported': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
+            '0.2.7: vllm/model_executor/model_loader.py:31',
             '0.3.3: vllm/model_executor/model_loader.py:36, vllm/model_executor/neuron_model_loader.py:31',
             '0.4.3: vllm/model_executor/model_loader/utils.py:36',
             '0.5.5: vllm/model_executor/models/__init__.py:168',
@@ -485,9 +490,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'bf16_unsupported': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/worker/worker.py:301',
+            '0.2.7: vllm/worker/worker.py:232',
             '0.6.4.post1: vllm/v1/worker/gpu_worker.py:205, vllm/worker/worker.py:480',
             '0.10.2: vllm/platforms/cuda.py:577, vllm/platforms/rocm.py:496, vllm/worker/worker.py:647',
             '0.11.0: vllm/platforms/cuda.py:510, vllm/platforms/rocm.py:485',
@@ -503,9 +508,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'quantization_capability': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/model_executor/model_loader.py:53',
+            '0.2.7: vllm/model_executor/model_loader.py:49',
             '0.4.3: vllm/model_executor/model_loader/loader.py:45',
             '0.6.4.post1: vllm/config.py:2095',
             '0.7.3: vllm/config.py:3230, vllm/model_executor/layers/quantization/moe_wna16.py:52',
@@ -515,9 +520,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'quantization_mismatch': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/config.py:178',
+            '0.2.7: vllm/config.py:161',
             '0.10.2: vllm/config/__init__.py:1205',
             '0.11.0: vllm/config/model.py:955',
         ),
@@ -531,9 +536,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'max_model_len_over_derived': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
-            '0.3.3: vllm/config.py:673',
+            '0.2.7: vllm/config.py:512',
             '0.10.2: vllm/config/__init__.py:2929',
             '0.11.0: vllm/config/model.py:1895',
         ),

@@ -10,6 +10,8 @@ __all__ = ["NOT_CONFIG", "PREFIX_FORMS", "RELEASES", "Signature"]
 # The releases read, oldest first: the wheel, its sha256, and the git commit where the
 # wheel names one (vllm/commit_id.py or _version.py; older wheels carry none).
 RELEASES: dict[str, dict[str, str]] = {
+    "0.2.7": {"wheel": "vllm-0.2.7-cp311-cp311-manylinux1_x86_64.whl",
+              "sha256": "adb96ec1c18b40f59cefb849425be4d1a247ab6489b69ff072867d62ffe83ce4"},
     "0.3.3": {"wheel": "vllm-0.3.3-cp311-cp311-manylinux1_x86_64.whl",
               "sha256": "12676b8fae922fff52bdb029b5295692a1393be800e5eec8fe3ee8eef7c080fd"},
     "0.4.3": {"wheel": "vllm-0.4.3-cp311-cp311-manylinux1_x86_64.whl",
@@ -48,7 +50,7 @@ NOT_CONFIG = "not a configuration problem (upgrade / known bug)"
 # (V1: "VllmWorker rank=N" in 0.8-0.9, "Worker_TPn" since 0.10), core.py ("EngineCore_DPn"),
 # Ray's own stdout relay, and torch.distributed's "[rankN]:"). `{file}` is the printing file.
 PREFIX_FORMS: dict[str, str] = {
-    "v0_plain": "INFO 05-09 00:49:33 {file}:1057] ",  # 0.3-0.7: no bracket before the file
+    "v0_plain": "INFO 05-09 00:49:33 {file}:1057] ",  # 0.2-0.7: no bracket before the file
     "v0_worker": "(VllmWorkerProcess pid=236) INFO 08-23 08:25:25 {file}:226] ",
     "ray_worker": "(RayWorkerWrapper pid=3161, ip=10.0.0.2) INFO 02-11 07:40:45 {file}:1115] ",
     "ray_actor": "(LLMRayActor pid=3161) INFO 02-11 07:40:45 {file}:1115] ",
