@@ -82,6 +82,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="restart a server that crashed while serving at most N times, with back-off",
     )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="with --distributed-executor-backend ray: the Ray cluster to check before the start "
+        "and read while it starts (default: RAY_ADDRESS, else Ray's own discovery)",
+    )
+    p.add_argument(
+        "--ray-dashboard",
+        metavar="URL",
+        help="Ray's dashboard (e.g. http://HEAD:8265): node states and placement groups from "
+        "its state API (default: not read)",
+    )
     p.add_argument("--no-preflight", action="store_true", help="skip the port/GPU checks")
     p.add_argument("--theme", help="TUI theme")
     return p
@@ -91,6 +103,7 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
     """(Headroom options, MODEL, vLLM flags): the model is the first bare word."""
     takes_value = {"--launcher", "--python", "--auto-fix", "--port", "--ready-timeout"}
     takes_value |= {"--max-crash-restarts", "--theme", "--metrics-port"}
+    takes_value |= {"--ray-address", "--ray-dashboard"}
     i = 0
     while i < len(argv):
         token = argv[i]
@@ -131,6 +144,8 @@ def main(argv: list[str]) -> int:
         ready_timeout_s=args.ready_timeout,
         preflight=not args.no_preflight,
         max_crash_restarts=args.max_crash_restarts,
+        ray_address=args.ray_address,
+        ray_dashboard=args.ray_dashboard,
     )
     on_event = printer if args.headless else None
 

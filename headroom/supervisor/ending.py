@@ -59,6 +59,7 @@ class RunEnder:
                     log=run.digest,
                     metrics_history=tuple(run.stats.history),
                     model=local_model(getattr(host.command, "model", None)),
+                    ray_cluster=host.ray.cluster,  # read while it started (ray_watch)
                 )
             )
         except Exception as exc:  # a doctor bug: the supervisor still reports

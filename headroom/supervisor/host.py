@@ -11,6 +11,7 @@ from typing import Protocol
 
 from headroom.supervisor.gpus import GpuAccess
 from headroom.supervisor.metrics_feed import MetricsFeed
+from headroom.supervisor.ray_watch import RayWatch
 from headroom.supervisor.run_journal import RunJournal
 from headroom.supervisor.run_state import Run
 from headroom.supervisor.settings import SupervisorSettings
@@ -30,6 +31,7 @@ class SupervisorHost(Protocol):
     gpus: GpuAccess
     records: RunJournal
     metrics: MetricsFeed
+    ray: RayWatch
 
     @property
     def url(self) -> str: ...

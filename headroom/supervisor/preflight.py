@@ -223,13 +223,19 @@ async def run_preflight(
             env=env,
             utilization=_number(command.get("gpu_memory_utilization")),
             kv_cache_memory_bytes=kv_bytes if isinstance(kv_bytes, int) else None,
-            world_size=world_size(command),
+            # With Ray the workers spread over the cluster's nodes: this node's visible GPUs
+            # are all checked, and the count is ray_preflight's (ray_watch) to judge.
+            world_size=0 if _ray_backend(command) else world_size(command),
         )
         failures += result.failures
         notes += result.notes
         if not getattr(snapshot, "available", False):
             gpus.forget()  # look again before the next start (a driver may appear)
     return PreflightResult(tuple(failures), tuple(notes))
+
+
+def _ray_backend(command: VllmCommand) -> bool:
+    return str(command.get("distributed_executor_backend") or "").lower() == "ray"
 
 
 def world_size(command: VllmCommand) -> int:

@@ -47,6 +47,12 @@ class SupervisorSettings:
     scrape_metrics: bool = True
     log_ring: int = 5000
     keep_logs: int = 200  # per-run logs kept in the data dir (oldest go first)
+    # --distributed-executor-backend ray: the cluster's GCS address (None: RAY_ADDRESS, else
+    # Ray's discovery), its dashboard for the state API (None: not read), how often it is
+    # read while the server starts.
+    ray_address: str | None = None
+    ray_dashboard: str | None = None
+    ray_poll_s: float = 2.0
 
     @property
     def template(self) -> str:

@@ -33,6 +33,7 @@ from headroom.supervisor.log_tail import FileTail
 from headroom.supervisor.metrics_feed import MetricsFeed
 from headroom.supervisor.paths import logs_dir
 from headroom.supervisor.process import LaunchError, ManagedProcess
+from headroom.supervisor.ray_watch import ClusterReader, RayWatch, make_probe
 from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.restarter import Restarter
 from headroom.supervisor.run_journal import RunJournal, prune_logs
@@ -71,6 +72,7 @@ class Supervisor(RunView):
         journal: Journal | None = None,
         on_event: EventListener | None = None,
         nvml_probe: object | None = None,
+        ray_probe: ClusterReader | None = None,
     ) -> None:
         self.settings = settings or SupervisorSettings()
         self.template = self.settings.template
@@ -90,6 +92,13 @@ class Supervisor(RunView):
         self.watcher = ProcessWatcher(self)
         self.ender = RunEnder(self)
         self.restarter = Restarter(self)
+        # Read only when the command uses --distributed-executor-backend ray.
+        self.ray = RayWatch(
+            self,
+            ray_probe
+            or make_probe(self.settings.ray_address, self.settings.ray_dashboard, self.child_env()),
+            poll_s=self.settings.ray_poll_s,
+        )
         self._listeners: list[EventListener] = []
         self._log_listeners: list[Callable[[list[str]], None]] = []
         self._changed = StateSignal()
@@ -215,6 +224,7 @@ class Supervisor(RunView):
         run.trigger = reason or run.trigger
         self.watcher.reset()
         self.metrics.reset()
+        await self.ray.cancel()
         argv = self.argv()
         self._refuse_redacted(argv)
         if self.settings.preflight:
@@ -246,6 +256,7 @@ class Supervisor(RunView):
         # the model or the GPUs (a crafted model directory must not leave an orphan).
         self._journal_launch(argv)
         self.watcher.begin()
+        self.ray.begin()
         self._context_task = asyncio.create_task(
             self.records.add_context(run.run_id, self.command.model, self.gpus, self.child_env())
         )
@@ -278,6 +289,11 @@ class Supervisor(RunView):
         problems = await pf.run_preflight(
             self.command, self.port, self.child_env(), self.gpus, self.records.read_state
         )
+        if self.ray.active:
+            cluster = await self.ray.preflight()
+            problems = pf.PreflightResult(
+                problems.failures + cluster.failures, problems.notes + cluster.notes
+            )
         for note in problems.notes:
             self.emit("notice", note)
         for failure in problems.failures:
@@ -377,6 +393,7 @@ class Supervisor(RunView):
     async def close(self) -> None:
         """Release the watcher without touching the server (for tests and shutdown paths)."""
         await self.watcher.cancel()
+        await self.ray.cancel()
 
     def preview(self, changes: Mapping[str, object]) -> RestartPreview:
         """What a restart with these changes would launch (command, env, diff including
