@@ -282,7 +282,7 @@ def _with_budget(model, gpu, knobs, base, version, util0, per_node, nodes, want,
         for k in list(options):
             fit = _fit_len_at(model, gpu, k, version)
             length = fit // 16 * 16
-            if min_len <= length < k.max_model_len:
+            if k.max_model_len is not None and min_len <= length < k.max_model_len:
                 options.append(replace(k, max_model_len=length))
     for k in options:
         found, acc = problems(
