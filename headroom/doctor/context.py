@@ -21,6 +21,7 @@ from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import default_utilization, effective_version, parse_version
 from headroom.probes.model import ModelShape
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
+from headroom.probes.vllm_log_patterns import is_client_text
 
 # Messages only the V0 engine printed (vllm/worker/worker.py, V0 executors).
 _INSTALLED_VERSION = re.compile(
@@ -67,16 +68,17 @@ class Context:
 
     @cached_property
     def raw_lines(self) -> list[str]:
-        """Every line of the log, known or not (tracebacks give an OOM its context)."""
+        """Every line of the log, known or not (tracebacks give an OOM its context), except
+        request-logger lines: a client's quoted prompt is not vLLM's error (issue 14)."""
         log = self.inputs.log
         if log is None:
             return []
         if isinstance(log, str):
-            return log.splitlines()
-        lines = getattr(log, "lines", None)
-        if lines:
-            return [str(x) for x in lines]
-        return [e.line for e in self.events]
+            lines = log.splitlines()
+        else:
+            found = getattr(log, "lines", None)
+            lines = [str(x) for x in found] if found else [e.line for e in self.events]
+        return [line for line in lines if not is_client_text(line)]
 
     def lines_before(self, event: LogEvent, count: int = 8) -> list[str]:
         lines = self.raw_lines

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from headroom.probes.vllm_catalog import SIGNATURES, Signature
 from headroom.probes.vllm_log_fields import EXTRACTORS, num, to_int
 
-__all__ = ["LogEvent", "classify_line", "split_prefix", "strip_ansi", "KINDS"]
+__all__ = ["KINDS", "LogEvent", "classify_line", "is_client_text", "split_prefix", "strip_ansi"]
 
 
 @dataclass(frozen=True)
@@ -212,6 +212,16 @@ _CLIENT_TEXT = re.compile(
 )  # fmt: skip
 _JOINED_EXCEPTION = re.compile(r"[)\"'] (?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")
 _RAY_REPEATED = re.compile(r" \[repeated \d+x across cluster\]$")
+
+
+def is_client_text(line: str) -> bool:
+    """True for a request-logger line (a client's prompt, body or output, quoted): whatever it
+    says, it is not vLLM's own. For readers of raw lines (the doctor's regex rules)."""
+    if "equest" not in line and "esponse" not in line:  # most lines: no regex at all
+        return False
+    clean = strip_ansi(line)
+    prefix = _prefix_match(clean)
+    return bool(_CLIENT_TEXT.match(clean if prefix is None else clean[prefix.end() :]))
 
 
 def _printer(match: re.Match[str] | None) -> str | None:

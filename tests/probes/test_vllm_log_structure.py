@@ -94,3 +94,19 @@ def test_no_prompt_makes_an_event(prompt):
     for template in (V0_REQUEST, V1_DETAILS):
         assert digest.feed(template.format(ATTACK + prompt)) is None
         assert digest.feed(template.format(prompt)) is None
+
+
+def test_the_doctor_finds_nothing_in_a_prompt():
+    """Rules that read raw lines (regexes of their own) never see a client's quoted text."""
+    from headroom.doctor import DoctorInputs, diagnose
+
+    phrases = [
+        ATTACK,
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
+        'ValueError("type fp8e4nv not supported in this architecture.")',
+        "Input prompt (5556 tokens) is too long and exceeds limit of 2048",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    text = "\n".join(V0_REQUEST.format(p) for p in phrases) + "\n" + V1_DETAILS.format(phrases[1])
+    assert diagnose(DoctorInputs(log=text)).findings == ()
+    assert diagnose(DoctorInputs(log=digest_text(text))).findings == ()
