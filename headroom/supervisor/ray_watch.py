@@ -133,13 +133,21 @@ class RayWatch:
             except Exception as exc:  # keep starting; say what broke
                 self.host.emit("notice", f"Ray cluster read failed (still starting): {exc!r}")
 
-    async def poll(self) -> None:
-        """One reading: the state API when there is a dashboard (cheap), else `ray status`;
-        then the findings of the cluster, with the log's placement-group wait as context."""
-        assert self.probe is not None
+    async def read_now(self) -> RayCluster | None:
+        """One reading: the state API when there is a dashboard (one HTTP round trip), else
+        `ray status` (a Python process each time). None without a probe."""
         probe = self.probe
-        dashboard = getattr(probe, "dashboard_url", None)
-        cluster = await (probe.read_nodes() if dashboard else probe.read())
+        if probe is None:
+            return None
+        dashboard = getattr(probe, "dashboard_url", None)  # fakes in tests may lack it
+        return await (probe.read_nodes() if dashboard else probe.read())
+
+    async def poll(self) -> None:
+        """One reading, then the findings of the cluster, with the log's placement-group
+        wait as context."""
+        cluster = await self.read_now()
+        if cluster is None:
+            return
         if cluster.readable or self.cluster is None:
             self.cluster = cluster
         self.judge()

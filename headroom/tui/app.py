@@ -137,6 +137,12 @@ class HeadroomApp(ProbeLoops, App[int]):
         self._data_version += 1
         self._redraw("gpus")
 
+    @on(msg.RayRead)
+    def _on_ray(self, message: msg.RayRead) -> None:
+        self.store.ray = message.reading
+        self.store.unavailable.pop("ray", None)
+        self._redraw("ray")
+
     @on(msg.TopologyRead)
     def _on_topology(self, message: msg.TopologyRead) -> None:
         self.store.topology, self.store.verdicts = message.matrix, message.verdicts

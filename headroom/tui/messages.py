@@ -16,6 +16,7 @@ from headroom.probes.nvml_types import GpuSnapshot
 from headroom.probes.topology_types import TopologyMatrix
 from headroom.probes.topology_verdict import TpVerdict
 from headroom.supervisor.journal import RunRecord
+from headroom.tui.store import RayReading
 
 
 class MetricsScraped(Message):
@@ -24,6 +25,16 @@ class MetricsScraped(Message):
     def __init__(self, snapshot: ServerMetrics) -> None:
         super().__init__()
         self.snapshot = snapshot
+
+
+class RayRead(Message):
+    """The Ray cluster was read (nodes, placement groups, the wait's cause)."""
+
+    bubble = False
+
+    def __init__(self, reading: RayReading) -> None:
+        super().__init__()
+        self.reading = reading
 
 
 class GpusSampled(Message):

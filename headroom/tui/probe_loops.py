@@ -29,6 +29,7 @@ LOG_POLL_S = 0.25  # log lines are cheap to read and users expect them promptly
 DOCTOR_MIN_S = 5.0  # the doctor re-runs at most this often (it costs ~10 ms), only on new data
 GPU_UNAVAILABLE_RETRY_S = 15.0  # no driver / no GPU: look again this seldom, after a while
 GPU_QUICK_RETRIES = 10  # ...but first at the normal rate (a simulator's state appears late)
+RAY_POLL_S = 2.0  # `ray status` starts a Python process: not every interval
 DOCTOR_WAKE_GAP_S = 0.3  # after a wake-up, wait for the rest of the burst (log lines)
 
 
@@ -60,6 +61,7 @@ class ProbeLoops:
         self._log_loop()
         self._doctor_loop()
         self._runs_once()
+        self._ray_loop()
 
     def _post(self, message: Message) -> None:
         self.post_message(message)
@@ -163,6 +165,17 @@ class ProbeLoops:
             if self.sources.one_shot or result[0].confidence != "unreadable":
                 return
             await asyncio.sleep(self.sources.topology_retry_s)
+
+    @work(exclusive=True, group="ray", exit_on_error=False)
+    async def _ray_loop(self) -> None:
+        if not self.sources.reads_ray:
+            return  # not on Ray: no panel, nothing read
+        await self._repeat(
+            "ray",
+            self.sources.read_ray,
+            lambda reading: self._post(msg.RayRead(reading)),
+            max(self.interval, RAY_POLL_S),
+        )
 
     @work(exclusive=True, group="logs", exit_on_error=False)
     async def _log_loop(self) -> None:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.findings import Diagnosis
 from headroom.doctor.model_table import find_model
+from headroom.doctor.rules_multinode import ray_cluster_findings
 from headroom.probes.metrics import MetricsProbe
 from headroom.probes.metrics_types import ServerMetrics
 from headroom.probes.model import ModelShape
@@ -37,9 +38,10 @@ from headroom.probes.topology_verdict import TpVerdict, tp_verdicts
 from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor.journal import Journal, RunRecord
 from headroom.supervisor.restart import RestartPreview
+from headroom.supervisor.states import ServerState
 from headroom.tui.log_tail import CommandTail, FileTail
 from headroom.tui.restart_driver import drive_restart
-from headroom.tui.store import ServerInfo, Store
+from headroom.tui.store import RayReading, ServerInfo, Store
 from headroom.tui.supervised import EventListener, SupervisedServer
 from headroom.vllm_cmd import VllmCommand, redact_text
 
@@ -104,6 +106,14 @@ class DataSources:
         return None
 
     async def read_topology(self) -> TopologyReading | None:
+        return None
+
+    @property
+    def reads_ray(self) -> bool:
+        """True when the server runs on a Ray cluster the app should show (GPUs screen)."""
+        return False
+
+    async def read_ray(self) -> RayReading | None:
         return None
 
     async def read_log_lines(self) -> list[str]:
@@ -288,6 +298,26 @@ class LiveSources(DataSources):
             return command.get_int("tensor_parallel_size", 1) or 1
         except (TypeError, ValueError):
             return None
+
+    # -- Ray ----------------------------------------------------------------------------
+    @property
+    def reads_ray(self) -> bool:
+        return self.supervisor is not None and self.supervisor.ray.active
+
+    async def read_ray(self) -> RayReading | None:
+        """While the server starts, the supervisor's own reading (it reads every 2 s and
+        knows the log's placement-group wait); afterwards the cluster read here, cheaply
+        (the state API when a dashboard is given)."""
+        sup = self.supervisor
+        if sup is None or not sup.ray.active:
+            return None
+        watch = sup.ray
+        if sup.state == ServerState.STARTING and watch.cluster is not None:
+            return RayReading(watch.cluster, watch.findings)
+        cluster = await watch.read_now()
+        if cluster is None:
+            return None
+        return RayReading(cluster, tuple(ray_cluster_findings(cluster, tp=self._tp_size())))
 
     # -- logs ---------------------------------------------------------------------------
     async def read_log_lines(self) -> list[str]:

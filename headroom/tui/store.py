@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from headroom.doctor.findings import Diagnosis
+from headroom.doctor.findings import Diagnosis, Finding
 from headroom.probes.metrics_types import ServerMetrics
 from headroom.probes.nvml_types import GpuSnapshot
+from headroom.probes.ray_cluster import RayCluster
 from headroom.probes.safe_text import safe_optional, safe_text
 from headroom.probes.server_info import ServerInfo as ReportedInfo
 from headroom.probes.topology_types import TopologyMatrix
@@ -40,6 +41,15 @@ class ServerInfo:
     reported: ReportedInfo | None = None  # what /v1/models and /version said
 
 
+@dataclass(frozen=True)
+class RayReading:
+    """The Ray cluster under a `--distributed-executor-backend ray` server, and what the
+    doctor's multi-node rules make of it (why a placement group waits, dead nodes)."""
+
+    cluster: RayCluster
+    findings: tuple[Finding, ...] = ()
+
+
 @dataclass
 class Store:
     """Latest probe results and histories. `None` means "not read yet"; a probe that cannot
@@ -60,6 +70,7 @@ class Store:
     events: deque[LogEntry] = field(default_factory=lambda: deque(maxlen=EVENTS_KEEP))
     diagnosis: Diagnosis | None = None
     runs: list[RunRecord] = field(default_factory=list)
+    ray: RayReading | None = None  # None: the server does not run on Ray (no panel)
     unavailable: dict[str, str] = field(default_factory=dict)
 
     def record_metrics(self, snapshot: ServerMetrics, now: float) -> None:

@@ -16,6 +16,7 @@ from headroom.probes.vllm_log import LogDigest
 from headroom.supervisor.journal import Journal
 from headroom.supervisor.metrics_feed import MetricsFeed
 from headroom.supervisor.process import ManagedProcess
+from headroom.supervisor.ray_watch import RayWatch
 from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.states import RestartOutcome, ServerState, SupervisorEvent
 from headroom.vllm_cmd import VllmCommand
@@ -62,6 +63,9 @@ class SupervisedServer(Protocol):
 
     @property
     def metrics(self) -> MetricsFeed: ...  # the one /metrics reader, shared with the supervisor
+
+    @property
+    def ray(self) -> RayWatch: ...  # the Ray cluster under a --distributed-executor-backend ray
 
     def subscribe_log(self, callback: LogListener) -> None: ...
 

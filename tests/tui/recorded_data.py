@@ -12,15 +12,24 @@ tests/fixtures/). Test-only: the installed package never reads tests/.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 from headroom.doctor import Diagnosis, DoctorInputs, diagnose
+from headroom.doctor.rules_multinode import ray_cluster_findings
 from headroom.probes.metrics import EngineMetrics, Latency, ServerMetrics
 from headroom.probes.nvml import GpuProcess, GpuReading, GpuSnapshot
+from headroom.probes.ray_cluster import (
+    RayCluster,
+    nodes_from_state_api,
+    placement_groups_from_state_api,
+)
+from headroom.probes.ray_status import parse_ray_status
 from headroom.probes.topology import TopologyMatrix, TpVerdict, parse_topo_text, tp_verdicts
 from headroom.probes.vllm_log import digest_text
 from headroom.supervisor.journal import RunRecord
+from headroom.tui.store import RayReading
 from headroom.vllm_cmd import VllmCommand, parse_command
 
 CLOCK = 1000.0  # the fixed "now"; the server came up 754 s before it
@@ -246,6 +255,25 @@ def recorded_topology() -> tuple[TopologyMatrix, list[TpVerdict]]:
     text = (FIXTURES / "topo" / "v100-pcie-4gpu-pix-phb.txt").read_text(encoding="utf-8")
     matrix = parse_topo_text(text)
     return matrix, list(tp_verdicts(matrix, [2]))
+
+
+def recorded_ray(*, state_api: bool = True) -> RayReading:
+    """A real two-node Ray 2.60.0 cluster (tests/fixtures/ray: `ray status -v` and the
+    state API) with a 3-GPU STRICT_PACK group waiting on nodes of 2, read as the TUI reads it."""
+    ray = FIXTURES / "ray"
+    status = parse_ray_status(
+        (ray / "status-2026-ray-2.60.0-verbose-strict-pack-pending-2x2gpu-loopback.txt").read_text()
+    )
+    nodes = groups = None
+    if state_api:
+        nodes = nodes_from_state_api(
+            json.loads((ray / "state-api-nodes-2node-loopback.json").read_text())
+        )
+        groups = placement_groups_from_state_api(
+            json.loads((ray / "state-api-placement-groups-pending.json").read_text())
+        )
+    cluster = RayCluster(CLOCK, "127.0.0.1:6379", status, nodes, groups)
+    return RayReading(cluster, tuple(ray_cluster_findings(cluster, tp=2)))
 
 
 def recorded_log_lines() -> list[str]:

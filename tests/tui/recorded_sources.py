@@ -29,6 +29,7 @@ from recorded_data import (
     recorded_log_lines,
     recorded_metrics,
     recorded_no_gpus,
+    recorded_ray,
     recorded_runs,
     recorded_topology,
 )
@@ -47,7 +48,12 @@ class RecordedSources(DataSources):
     one_shot = True
 
     def __init__(
-        self, *, gpus_local: bool = True, restart_outcome: str = "ok", story: str = "ready"
+        self,
+        *,
+        gpus_local: bool = True,
+        restart_outcome: str = "ok",
+        story: str = "ready",
+        ray: bool = False,
     ) -> None:
         if story not in {"ready", "failed"}:
             raise ValueError(f"unknown recorded story {story!r}")
@@ -58,6 +64,7 @@ class RecordedSources(DataSources):
         self.can_restart = True
         self.restart_outcome = restart_outcome  # "ok" | "rollback"
         self.restarts: list[dict[str, object]] = []
+        self.ray_reading = recorded_ray() if ray else None  # a server on a Ray cluster
         self.command = recorded_failed_command() if self.failed else recorded_command()
 
     def clock(self) -> float:
@@ -103,6 +110,13 @@ class RecordedSources(DataSources):
 
     async def read_topology(self) -> tuple[Any, list[Any]] | None:
         return recorded_topology() if self.gpus_local else None
+
+    @property
+    def reads_ray(self) -> bool:
+        return self.ray_reading is not None
+
+    async def read_ray(self) -> Any:
+        return self.ray_reading
 
     async def read_log_lines(self) -> list[str]:
         return recorded_failed_log_lines() if self.failed else recorded_log_lines()

@@ -23,7 +23,7 @@ async def settle(pilot) -> None:
 
 
 def make_app(**kwargs) -> HeadroomApp:
-    keys = ("gpus_local", "restart_outcome", "story")
+    keys = ("gpus_local", "restart_outcome", "story", "ray")
     sources = RecordedSources(**{k: kwargs.pop(k) for k in keys if k in kwargs})
     return HeadroomApp(sources, **kwargs)
 
@@ -108,3 +108,16 @@ def test_failed_start_restart_dialog(snap_compare):
 
     app = make_app(story="failed")
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_gpus_screen_with_ray_nodes(snap_compare, size):
+    """A server on a Ray cluster: the nodes panel above the GPU tables (recorded `ray status
+    -v` and state API of a real two-node cluster, a 3-GPU group waiting on nodes of 2)."""
+
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+
+    assert snap_compare(make_app(ray=True), terminal_size=size, run_before=run_before)

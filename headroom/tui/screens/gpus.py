@@ -1,5 +1,6 @@
 """Screen 2, GPUs: every NVML reading per GPU, the processes on each GPU (vLLM workers
-named, foreign memory flagged), and utilization/memory history. Tables update by row key,
+named, foreign memory flagged), and utilization/memory history; above them, for a server on
+a Ray cluster, the Ray nodes panel (widgets/ray_panel.py). Tables update by row key,
 so the cursor and scroll position survive each refresh."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from headroom.tui.format import escape_markup as escape
 from headroom.tui.screens.base import HeadroomScreen
 from headroom.tui.store import Store
 from headroom.tui.widgets.keyed_table import Cell, sync_rows
+from headroom.tui.widgets.ray_panel import RayPanel
 from headroom.tui.widgets.themed import themed
 
 
@@ -102,6 +104,7 @@ class GpusScreen(HeadroomScreen):
     MODE = "gpus"
 
     def compose_body(self) -> ComposeResult:
+        yield RayPanel(id="ray-nodes", classes="panel")
         yield Static(id="gpus-unavailable", classes="unavailable")
         with VerticalScroll(id="gpus-body"):
             yield Static(id="gpu-history", classes="panel")
@@ -111,12 +114,15 @@ class GpusScreen(HeadroomScreen):
     def on_mount(self) -> None:
         self.query_one("#gpu-processes").border_title = "Processes"
         self.query_one("#gpu-history").border_title = "History  util · memory"
+        self.query_one("#ray-nodes").border_title = "Ray nodes"
         self._gpu_columns: tuple[int, ...] = ()
         processes = self.query_one("#gpu-processes", DataTable)
         processes.add_columns("GPU", "PID", "memory", "owner", "process")
         super().on_mount()
 
     def show_body(self, store: Store, what: str) -> None:
+        if what in {"all", "ray"}:
+            self.query_one("#ray-nodes", RayPanel).show(store.ray)
         if what not in {"all", "gpus"}:
             return
         reason = store.unavailable.get("gpus")
