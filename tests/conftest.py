@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ __all__ = ["FIXTURES", "read_fixture"]
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Also for module- and session-scoped fixtures (the autouse fixture below is per test):
+    # a doctor run in a module fixture otherwise waits on an unreachable Hub for each model
+    # id it does not know.
+    os.environ["HF_HUB_OFFLINE"] = "1"
 
 
 @pytest.fixture(autouse=True)
