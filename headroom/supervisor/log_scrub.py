@@ -5,7 +5,7 @@ block vLLM), and it prints its non-default arguments at start-up, an --api-key a
 Headroom knows the secret values it launched with, so it overwrites each occurrence with
 as many "*" in the file, at the same offsets: vLLM only ever appends, so the bytes it writes
 next are never touched, and the file's length never changes. The log stays 0600 besides.
-Values shorter than MIN_SECRET_VALUE are not searched for (they would match ordinary text).
+Values shorter than 8 characters are not searched for (they would match ordinary text).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from headroom.vllm_cmd.secrets import MIN_SECRET_VALUE
+from headroom.vllm_cmd.secrets import searchable
 
 STEP_BYTES = 4 << 20  # per call, like the tail: a log flood costs bounded work per tick
 
@@ -25,7 +25,7 @@ class LogScrubber:
     def __init__(self, path: Path, values: Sequence[str]) -> None:
         self.path = path
         self.needles = sorted(
-            {v.encode("utf-8") for v in values if len(v) >= MIN_SECRET_VALUE},
+            {v.encode("utf-8") for v in values if searchable(v)},
             key=len,
             reverse=True,
         )
@@ -60,7 +60,8 @@ class LogScrubber:
         if size <= self.offset:
             return 0, False
         longest = len(self.needles[0])
-        end = min(size, self.offset + STEP_BYTES)
+        # A step always moves past what it keeps for next time (the longest value, less one).
+        end = min(size, self.offset + max(STEP_BYTES, 2 * longest))
         block = os.pread(fd, end - self.offset, self.offset)
         found = 0
         for needle in self.needles:

@@ -79,7 +79,15 @@ _ENV_VALUE = re.compile(
     r"(?P<value>[^\s'\"]+)"
 )
 _HINT = re.compile(r"(?i)key|token|secret|passw|bearer|authorization")
-MIN_SECRET_VALUE = 4  # shorter values are not searched for as text (they match everything)
+# Values shorter than this are not searched for as text: they would match ordinary words (an
+# HF_HUB_DISABLE_IMPLICIT_TOKEN=true is "secret" by its name). By-name redaction still hides
+# them after --api-key, in vLLM's non-default args and in NAME=value.
+MIN_SECRET_VALUE = 8
+
+
+def searchable(value: str) -> bool:
+    """Worth looking for as text: long enough and not a plain number."""
+    return len(value) >= MIN_SECRET_VALUE and not value.isdigit()
 
 
 def _stars_for(match: re.Match[str]) -> str:
@@ -98,7 +106,7 @@ def redact_text(text: str, values: Sequence[str] = ()) -> str:
     (vLLM's `non-default args: {'api_key': [...]}`, `--api-key k`, `HF_TOKEN=v`) and bearer
     tokens. Cheap for the usual line that has none of these."""
     for value in values:
-        if len(value) >= MIN_SECRET_VALUE and value in text:
+        if searchable(value) and value in text:
             text = text.replace(value, STARS)
     if not _HINT.search(text):
         return text
