@@ -73,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     fmt.add_argument("--csv", action="store_true")
     fmt.add_argument("--markdown", action="store_true")
     p.add_argument("--output", "-o", type=Path, default=None)
+    p.add_argument(
+        "--tui",
+        action="store_true",
+        help="show the sweep on the Bench screen (progress, the table as it fills); the "
+        "table is printed as usual when it ends",
+    )
+    p.add_argument("--theme", help="with --tui: the TUI theme")
     return p
 
 
@@ -148,15 +155,28 @@ def main(argv: list[str]) -> int:
         return 2
     sweep_id = args.sweep_id or new_sweep_id()
     print(f"headroom sweep: {sweep_id} ({len(tries)} configurations)", file=sys.stderr)
-    try:
-        rows = asyncio.run(
-            run_sweep(
-                base, tries, bench=bench, settings=settings, journal=Journal(settings.data_folder() / "runs.jsonl"),
-                sweep_id=sweep_id, env=dict(os.environ), nvml_factory=NvmlProbe,
-                memory_margin=args.memory_margin, ready_timeout_s=args.ready_timeout,
-                on_progress=_progress,
-            )
+
+    def sweep(on_progress=_progress):
+        return run_sweep(
+            base, tries, bench=bench, settings=settings, journal=Journal(settings.data_folder() / "runs.jsonl"),
+            sweep_id=sweep_id, env=dict(os.environ), nvml_factory=NvmlProbe,
+            memory_margin=args.memory_margin, ready_timeout_s=args.ready_timeout,
+            on_progress=on_progress,
         )  # fmt: skip
+
+    try:
+        if args.tui:
+            from headroom.tui.sweep_app import SweepApp  # Textual loads only for --tui
+
+            app = SweepApp(sweep, goal=args.goal, sweep_id=sweep_id, theme=args.theme)
+            found = app.run()
+            if app.error:
+                print(f"headroom sweep: {app.error}", file=sys.stderr)
+            if found is None:
+                raise KeyboardInterrupt
+            rows = found
+        else:
+            rows = asyncio.run(sweep())
     except KeyboardInterrupt:
         print(f"\nheadroom sweep: interrupted; resume with --sweep-id {sweep_id}", file=sys.stderr)
         return 130

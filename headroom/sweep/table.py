@@ -15,7 +15,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["SweepRow", "choose", "render_csv", "render_json", "render_markdown", "render_text"]
+__all__ = [
+    "HEADERS",
+    "SweepRow",
+    "choose",
+    "render_csv",
+    "render_json",
+    "render_markdown",
+    "render_text",
+    "table_cells",
+]
 
 DEFAULT_MEMORY_MARGIN = 0.05
 
@@ -132,6 +141,15 @@ def _ordered(rows: Sequence[SweepRow]) -> tuple[list[SweepRow], SweepRow | None]
     base = baseline_of(rows)
     rest = [r for r in rows if r is not base]
     return ([base] if base is not None else []) + rest, base
+
+
+def table_cells(rows: Sequence[SweepRow], goal: str) -> tuple[list[list[str]], Choice]:
+    """The cells of every row in the table's order (baseline first; the chosen
+    configuration's label starts with '*'), and the choice: what the TUI's sweep view shows
+    under HEADERS."""
+    ordered, base = _ordered(rows)
+    choice = choose(rows, goal)
+    return [_cells(r, base, choice.label) for r in ordered], choice
 
 
 def render_text(rows: Sequence[SweepRow], goal: str) -> str:
