@@ -67,6 +67,10 @@ def _merged_refusal(ctx, events) -> dict:
     return nums
 
 
+# Below this many tokens a server answers almost no chat prompt with its template and reply.
+_USABLE_LEN = 2048
+
+
 def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
     out = []
     events = ctx.of("max_seq_len_exceeds_kv")
@@ -110,7 +114,10 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         # (or on the smallest GPU the log allows). Else vLLM's own estimate leads, and the
         # raise stays (later) only if some larger GPU could make it enough.
         verdict = A.budget_raise_verdict(ctx, gap)
-        if verdict != "closes" and shorter is not None:
+        # A max_model_len cut below _USABLE_LEN tokens serves almost no prompt: then the
+        # budget leads even when it may not close the whole gap.
+        too_short = estimate is not None and int(estimate) < _USABLE_LEN and budget is not None
+        if verdict != "closes" and shorter is not None and not too_short:
             total = ctx.gpu_total
             if gap is not None and total is not None:
                 room = max(A.MAX_UTILIZATION - ctx.utilization, 0.0)

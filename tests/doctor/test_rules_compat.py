@@ -179,3 +179,16 @@ def test_a_multimodal_item_above_the_batch_budget_raises_it(line, value):
     assert top.id == "multimodal-item-above-batch" and top.step == 4
     act = top.actions[0]
     assert (act.knob, act.direction, act.value) == ("max_num_batched_tokens", "raise", value)
+
+
+def test_a_kv_estimate_too_short_to_serve_leads_with_the_budget_not_the_length():
+    # vLLM would fit 464 tokens: a max_model_len of 464 serves nothing (hiyouga/LLaMA-Factory#2798)
+    top = _top(
+        "ValueError: The model's max seq len (1024) is larger than the maximum number of tokens "
+        "that can be stored in KV cache (464). Try increasing `gpu_memory_utilization` or "
+        "decreasing `max_model_len` when initializing the engine.",
+        ["vllm", "serve", "m", "--max-model-len", "1024"],
+    )
+    assert top.id == "max-seq-len-exceeds-kv"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "raise")
+    assert any(a.knob == "max_model_len" and a.direction == "lower" for a in top.actions)
