@@ -8,6 +8,7 @@ a higher-ranked finding, and gives each of the five steps a status.
 from __future__ import annotations
 
 from headroom.doctor import (
+    rules_catalog,
     rules_compat,
     rules_gpu,
     rules_multinode,
@@ -65,6 +66,7 @@ def all_rules():
         + rules_gpu.RULES
         + rules_topology.RULES
         + rules_compat.RULES
+        + rules_catalog.RULES
         + rules_multinode.RULES
     )
 

@@ -2,9 +2,13 @@
 run, a quantization method below the GPU's capability, more sequences than a hybrid model's
 state blocks, and prompts longer than the scheduler's limit.
 
-The log reader does not classify these texts yet, so each rule matches its own vLLM message
-on the raw log lines. Every pattern is the text vLLM prints (the source file and the public
-threads it was read from are named beside it; tests/fixtures/incidents has the threads).
+Each rule reads the log reader's event of the catalog's kind (headroom/probes/vllm_catalog)
+and its fields. The patterns below stay for what the reader cannot give as one event: a text
+the catalog has no entry for (a quantization dtype, compressed-tensors' scheme check, Mamba
+blocks, multimodal placeholders) and a message wrapped over lines by a terminal or a paste.
+Their groups carry the catalog's field names, so both paths give the rule the same numbers.
+Every pattern is the text vLLM prints (the source file and the public threads it was read
+from are named beside it; tests/fixtures/incidents has the threads).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from headroom.doctor.findings import Action, Finding
 # least 8.0. Your Tesla T4 GPU has compute capability 7.5." (vllm#946, vllm#1157, vllm#1400).
 _BF16_CAPABILITY = re.compile(
     r"Bfloat16 is only supported on GPUs with compute capability of at least (?P<need>[\d.]+)\."
-    r"(?: Your (?P<gpu>.+?) GPU has compute capability (?P<have>[\d.]+))?"
+    r"(?: Your (?P<gpu>.+?) GPU has compute capability (?P<capability>\d+(?:\.\d+)?))?"
 )
 # vLLM's quantization dtype check (0.2-0.5: model_loader; later config.py):
 # "torch.bfloat16 is not supported for quantization method awq. Supported dtypes:
@@ -41,8 +45,8 @@ _FP8_E4M3_ARCH = re.compile(
 # 'the current GPU. Min capability: 75. ', 'Current capability: 70.')" (vllm#14040).
 _QUANT_CAPABILITY = re.compile(
     r"(?:The quantization method (?P<method>\S+)|Quantization scheme) is not supported for"
-    r"[ ',]*the current GPU\. (?:Minimum|Min|Required) capability: (?P<need>\d+)\.[ ',]*"
-    r"Current capability: (?P<have>\d+)"
+    r"[ ',]*the current GPU\. (?:Minimum|Min|Required) capability: (?P<min_capability>\d+)\.[ ',]*"
+    r"Current capability: (?P<capability>\d+)"
 )
 # vllm/config/compilation.py (hybrid Mamba/linear-attention models, 0.17+): "max_num_seqs
 # (1024) exceeds available Mamba cache blocks (856). Each decode sequence requires one Mamba
@@ -55,7 +59,7 @@ _MAMBA_BLOCKS = re.compile(
 # min(max_model_len, max_num_batched_tokens) without chunked prefill; V1 also caps it at the
 # KV cache's capacity (vllm#525, vllm#765, vllm#13370, vllm#10440).
 _PROMPT_TOO_LONG = re.compile(
-    r"Input prompt \((?P<tokens>\d+) tokens\) is too long and exceeds limit of (?P<limit>\d+)"
+    r"Input prompt \((?P<prompt_tokens>\d+) tokens\) is too long and exceeds limit of (?P<limit>\d+)"
 )
 # vllm/config.py SchedulerConfig (V0 0.2-0.10 `_verify_args`; V1 a pydantic ValidationError):
 # "max_num_batched_tokens (8192) is smaller than max_model_len (131072). This effectively
@@ -63,18 +67,19 @@ _PROMPT_TOO_LONG = re.compile(
 # sequences. Please increase max_num_batched_tokens or decrease max_model_len." Raised when
 # chunked prefill is off (verl-project/verl#7632, vllm#28981).
 _BATCHED_BELOW_LEN = re.compile(
-    r"max_num_batched_tokens \((?P<batched>\d+)\) is smaller than max_model_len \((?P<len>\d+)\)"
+    r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) is smaller than max_model_len "
+    r"\((?P<max_model_len>\d+)\)"
 )
 # Multimodal items that must fit one batch: "Chunked MM input disabled but
 # max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens (512)" (V1 scheduler
 # config) and V0's merge of image embeddings cut by a small chunked-prefill budget: "Attempted
 # to assign 7 x 256 = 1792 multimodal tokens to 506 placeholders" (vllm#7996).
 _MM_ITEM_ABOVE_BATCH = re.compile(
-    r"max_tokens_per_mm_item \((?P<item>\d+)\) is larger than\s+max_num_batched_tokens "
-    r"\((?P<batched>\d+)\)"
+    r"max_tokens_per_mm_item \((?P<mm_item_tokens>\d+)\) is larger than\s+max_num_batched_tokens "
+    r"\((?P<max_num_batched_tokens>\d+)\)"
 )
 _MM_PLACEHOLDERS = re.compile(
-    r"Attempted to assign (?:\d+ x \d+ = )?(?P<item>\d+) multimodal tokens to (?P<slots>\d+) "
+    r"Attempted to assign (?:\d+ x \d+ = )?(?P<mm_item_tokens>\d+) multimodal tokens to (?P<slots>\d+) "
     r"placeholders"
 )
 # max_num_batched_tokens defaults that became prompt limits: 2560 (0.1.x), 2048 (chunked
@@ -82,35 +87,60 @@ _MM_PLACEHOLDERS = re.compile(
 _BATCHED_DEFAULTS = (2560, 2048)
 
 
-def _first(ctx, pattern: re.Pattern[str]) -> tuple[re.Match[str], str] | None:
+def _first(ctx, pattern: re.Pattern[str]) -> tuple[dict, str] | None:
+    """The pattern's groups and the line, on the raw lines (one at a time, then joined)."""
     for line in ctx.raw_lines:
         match = pattern.search(line)
         if match:
-            return match, line.strip()
+            return _groups(match), line.strip()
     # A message wrapped over lines by a terminal or a pasted block: read the lines joined.
     joined = " ".join(line.strip() for line in ctx.raw_lines[-400:])
     match = pattern.search(joined)
     if match:
-        return match, joined[max(match.start() - 40, 0) : match.end() + 40]
+        return _groups(match), joined[max(match.start() - 40, 0) : match.end() + 40]
+    return None
+
+
+def _groups(match: re.Match[str]) -> dict:
+    out: dict = {"pattern": match.re}
+    for name, value in match.groupdict().items():
+        if value is not None:
+            out[name] = int(value) if value.isdigit() else value
+    return out
+
+
+def _event(ctx, kind: str, *signatures: str, needs: tuple[str, ...] = ()):
+    """The fields and line of the first event of the catalog's `kind` (from `signatures`)
+    that carries every field in `needs`."""
+    for event in ctx.of(kind):
+        if signatures and event.signature not in signatures:
+            continue
+        if all(event.fields.get(name) is not None for name in needs):
+            return dict(event.fields), event.line.strip()
     return None
 
 
 def dtype_unsupported(ctx) -> list[Finding]:
-    found = _first(ctx, _BF16_CAPABILITY) or _first(ctx, _QUANT_DTYPE)
+    found = (
+        _event(ctx, "dtype_unsupported", "bf16_unsupported")
+        or _first(ctx, _BF16_CAPABILITY)
+        or _first(ctx, _QUANT_DTYPE)
+    )
     if found is None:
         return []
-    match, line = found
+    fields, line = found
     value, cost = "half", "fp16 range: rare overflow on bf16-trained models"
-    if match.re is _QUANT_DTYPE:
-        supported = match.group("supported").lower()
-        why = f"{match.group('method')} kernels take {match.group('supported')} only"
+    if fields.get("pattern") is _QUANT_DTYPE:
+        supported = fields["supported"].lower()
+        why = f"{fields['method']} kernels take {fields['supported']} only"
         if "float16" not in supported.replace("bfloat16", "") and "half" not in supported:
             # "torch.float16 is not supported for quantization method mxfp4. Supported
             # dtypes: [torch.bfloat16]": these kernels want bf16, not fp16.
             value, cost = "bfloat16", "needs a GPU with bf16 (compute capability 8.0+)"
     else:
-        gpu = match.group("gpu") or "this GPU"
-        why = f"bfloat16 needs compute capability {match.group('need')}; {gpu} has less"
+        gpu = fields.get("gpu") or "this GPU"
+        # the catalog's text always says "at least 8.0"; a raw match reads it
+        why = f"bfloat16 needs compute capability {fields.get('need', '8.0')}; {gpu} has less"
     return [
         Finding(
             "dtype-unsupported",
@@ -124,7 +154,9 @@ def dtype_unsupported(ctx) -> list[Finding]:
 
 
 def fp8_kv_unsupported(ctx) -> list[Finding]:
-    found = _first(ctx, _FP8_E4M3_ARCH)
+    found = _event(ctx, "kv_cache_dtype_unsupported", "triton_fp8e4nv_arch") or _first(
+        ctx, _FP8_E4M3_ARCH
+    )
     if found is None:
         return []
     _, line = found
@@ -153,12 +185,14 @@ def fp8_kv_unsupported(ctx) -> list[Finding]:
 
 
 def quantization_unsupported(ctx) -> list[Finding]:
-    found = _first(ctx, _QUANT_CAPABILITY)
+    found = _event(
+        ctx, "quantization_unsupported", needs=("min_capability", "capability")
+    ) or _first(ctx, _QUANT_CAPABILITY)
     if found is None:
         return []
-    match, line = found
-    need, have = match.group("need"), match.group("have")
-    method = match.group("method") or "this quantization scheme"
+    fields, line = found
+    need, have = fields["min_capability"], fields["capability"]
+    method = fields.get("method") or "this quantization scheme"
     why = (
         f"{method} needs compute capability {int(need) / 10:.1f}, this GPU has "
         f"{int(have) / 10:.1f}: a checkpoint in a method it runs (AWQ/GPTQ, or unquantized)"
@@ -179,8 +213,8 @@ def mamba_blocks_below_max_num_seqs(ctx) -> list[Finding]:
     found = _first(ctx, _MAMBA_BLOCKS)
     if found is None:
         return []
-    match, line = found
-    seqs, blocks = int(match.group("seqs")), int(match.group("blocks"))
+    fields, line = found
+    seqs, blocks = int(fields["seqs"]), int(fields["blocks"])
     acts = (
         Action(
             "max_num_seqs",
@@ -205,11 +239,15 @@ def mamba_blocks_below_max_num_seqs(ctx) -> list[Finding]:
 
 
 def prompt_too_long(ctx) -> list[Finding]:
-    found = _first(ctx, _PROMPT_TOO_LONG)
+    # only V0/V1's scheduler text: the other prompt_too_long texts are a client's request
+    # (NOT_CONFIG in the catalog), answered without a knob
+    found = _event(
+        ctx, "prompt_too_long", "v0_prompt_exceeds_limit", needs=("prompt_tokens", "limit")
+    ) or _first(ctx, _PROMPT_TOO_LONG)
     if found is None:
         return []
-    match, line = found
-    tokens, limit = int(match.group("tokens")), int(match.group("limit"))
+    fields, line = found
+    tokens, limit = int(fields["prompt_tokens"]), int(fields["limit"])
     knobs = ctx.knobs
     max_len = knobs.max_model_len
     batched = knobs.max_num_batched_tokens
@@ -250,11 +288,14 @@ def prompt_too_long(ctx) -> list[Finding]:
 
 
 def batched_tokens_below_max_model_len(ctx) -> list[Finding]:
-    found = _first(ctx, _BATCHED_BELOW_LEN)
+    needs = ("max_num_batched_tokens", "max_model_len")
+    found = _event(
+        ctx, "batched_tokens_too_small", "batched_tokens_below_max_len", needs=needs
+    ) or _first(ctx, _BATCHED_BELOW_LEN)
     if found is None:
         return []
-    match, line = found
-    batched, length = int(match.group("batched")), int(match.group("len"))
+    fields, line = found
+    batched, length = int(fields["max_num_batched_tokens"]), int(fields["max_model_len"])
     acts = (
         Action(
             "max_num_batched_tokens",
@@ -285,12 +326,25 @@ def batched_tokens_below_max_model_len(ctx) -> list[Finding]:
 
 
 def multimodal_item_above_batch(ctx) -> list[Finding]:
-    found = _first(ctx, _MM_ITEM_ABOVE_BATCH) or _first(ctx, _MM_PLACEHOLDERS)
+    found = (
+        _event(
+            ctx,
+            "batched_tokens_too_small",
+            "mm_item_over_batched_tokens",
+            needs=("mm_item_tokens",),
+        )
+        or _first(ctx, _MM_ITEM_ABOVE_BATCH)
+        or _first(ctx, _MM_PLACEHOLDERS)
+        # the message cut before its numbers (a paste's first line): the kind alone
+        or _event(ctx, "batched_tokens_too_small", "mm_item_over_batched_tokens")
+    )
     if found is None:
         return []
-    match, line = found
-    item = int(match.group("item"))
+    fields, line = found
     batched = ctx.knobs.max_num_batched_tokens
+    if fields.get("mm_item_tokens") is None:
+        return _mm_item_without_numbers(batched, line)
+    item = int(fields["mm_item_tokens"])
     value = max(item, batched or 0) if batched is None or item > batched else batched * 2
     value = -(-value // 256) * 256  # whole 256-token chunks
     return [
@@ -306,6 +360,29 @@ def multimodal_item_above_batch(ctx) -> list[Finding]:
                     "raise",
                     value,
                     f"one image/video item needs {item:,} tokens in a single step",
+                    "a larger activation peak per step",
+                ),
+            ),
+        )
+    ]
+
+
+def _mm_item_without_numbers(batched: int | None, line: str) -> list[Finding]:
+    """The item's size is unknown: double a known batch budget, else advice without a value."""
+    value = -(-batched * 2 // 256) * 256 if batched else None
+    return [
+        Finding(
+            "multimodal-item-above-batch",
+            4,
+            "error",
+            "A multimodal item does not fit one scheduler step",
+            (line[:400], "the message does not say the item's size here"),
+            (
+                Action(
+                    "max_num_batched_tokens",
+                    "raise",
+                    value,
+                    "one image/video item must fit a single step",
                     "a larger activation peak per step",
                 ),
             ),

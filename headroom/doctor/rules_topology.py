@@ -293,7 +293,7 @@ def nccl_and_shm(ctx) -> list[Finding]:
 
 def engine_died(ctx) -> list[Finding]:
     """The engine died and no other rule explained why: say so, point at the traceback."""
-    dead = ctx.of("engine_core_failed", "engine_dead", "worker_died")
+    dead = ctx.of("engine_core_failed", "engine_dead", "worker_died", "worker_exception")
     if not dead:
         return []
     lines = [e.line.strip() for e in dead[:2]]

@@ -125,6 +125,25 @@ FINDING_FOR_KIND = {
     "local_world_size_exceeds": {"tp-across-nodes"},
     "engine_start_timeout": {"engine-start-timeout"},
     "gloo_error": {"gloo-wrong-interface"},
+    # rules_compat (configuration changes) and rules_catalog
+    "dtype_unsupported": {"dtype-unsupported"},
+    "kv_cache_dtype_unsupported": {"fp8-e4m3-unsupported", "fp8-e5m2-with-fp8-checkpoint"},
+    "quantization_unsupported": {"quantization-unsupported-gpu"},
+    "quantization_mismatch": {"quantization-mismatch"},
+    "batched_tokens_too_small": {
+        "batched-tokens-below-max-model-len",
+        "multimodal-item-above-batch",
+        "batched-tokens-below-max-num-seqs",
+    },
+    "prompt_exceeds_kv": {"prompt-exceeds-kv"},
+    "ray_shm_small": {"shm-small"},
+    "worker_exception": {"engine-died"},
+    # NOT_CONFIG: named, and no knob turned (checked below)
+    "memory_profiling_error": {"memory-profiling-disturbed"},
+    "model_unsupported": {"model-unsupported"},
+    "pp_layers_not_divisible": {"pp-layers-not-divisible"},
+    "graph_capture_failed": {"cuda-graph-capture-failed"},
+    "cuda_illegal_memory": {"cuda-illegal-memory"},
 }
 
 DOCTOR_CASES = [
@@ -139,20 +158,40 @@ DOCTOR_CASES = [
 def test_entry_through_the_doctor(sig, example):
     digest = digest_text(example)
     assert sig.kind in {e.kind for e in digest.facts().failures}
-    found = {f.id for f in diagnose(DoctorInputs(log=digest)).findings}
+    findings = diagnose(DoctorInputs(log=digest)).findings
     expected = FINDING_FOR_KIND.get(sig.kind)
     if expected is not None:
-        assert found & expected, (sig.id, found)
-    elif sig.feeds.startswith(NOT_CONFIG):
+        assert {f.id for f in findings} & expected, (sig.id, [f.id for f in findings])
+    if sig.feeds.startswith(NOT_CONFIG):
         # not a configuration problem: the doctor must not turn a knob for it
-        assert not any(f.actions for f in diagnose(DoctorInputs(log=digest)).findings)
+        assert not any(f.actions for f in findings), sig.id
+
+
+# Kinds whose rules read the event (rules_catalog, rules_compat): every real text, with
+# every prefix vLLM prints it with, reaches the same finding (warnings too).
+EVENT_RULE_KINDS = (
+    "dtype_unsupported", "kv_cache_dtype_unsupported", "quantization_unsupported",
+    "quantization_mismatch", "batched_tokens_too_small", "prompt_exceeds_kv", "ray_shm_small",
+    "worker_exception", "memory_profiling_error", "model_unsupported", "pp_layers_not_divisible",
+    "graph_capture_failed", "cuda_illegal_memory",
+)  # fmt: skip
+PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
+
+
+@pytest.mark.parametrize(("sig", "example", "prefix"), PREFIXED_DOCTOR_CASES)
+def test_event_rule_kinds_with_every_prefix(sig, example, prefix):
+    findings = diagnose(DoctorInputs(log=digest_text(prefix + example))).findings
+    assert {f.id for f in findings} & FINDING_FOR_KIND[sig.kind], (sig.id, prefix)
+    if sig.feeds.startswith(NOT_CONFIG):
+        assert not any(f.actions for f in findings), sig.id
 
 
 def test_batched_token_refusals_reach_the_doctor():
-    """batched_tokens_too_small has rules for two of its texts (rules_compat); the third
-    (max_num_seqs above the batch) is recognised and reaches the failures only."""
+    """batched_tokens_too_small: each of its three texts has its own rule (rules_compat for
+    the first two, rules_catalog for max_num_seqs above the batch)."""
     by_id = {s.id: s for s in SIGNATURES}
     for sig_id, finding in (("batched_tokens_below_max_len", "batched-tokens-below-max-model-len"),
-                            ("mm_item_over_batched_tokens", "multimodal-item-above-batch")):  # fmt: skip
+                            ("mm_item_over_batched_tokens", "multimodal-item-above-batch"),
+                            ("batched_tokens_below_max_seqs", "batched-tokens-below-max-num-seqs")):  # fmt: skip
         digest = digest_text(by_id[sig_id].examples[0])
         assert finding in {f.id for f in diagnose(DoctorInputs(log=digest)).findings}
