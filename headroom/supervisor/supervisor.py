@@ -391,7 +391,9 @@ class Supervisor(RunView):
             self.watcher.begin()
 
     async def close(self) -> None:
-        """Release the watcher without touching the server (for tests and shutdown paths)."""
+        """Release the watcher without touching the server (for tests and shutdown paths);
+        a crash restart still waiting for its back-off is called off too."""
+        self.restarter.cancel_crash_restart()
         await self.watcher.cancel()
         await self.ray.cancel()
 

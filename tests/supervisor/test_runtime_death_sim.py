@@ -62,7 +62,7 @@ async def _run(tmp_path, **env_extra: str):
         await wait_for(lambda: sup.state == ServerState.READY and sup.pid != first, 60)
         return sup, events
     finally:
-        if sup.process is not None and sup.process.alive():
+        if sup.process is not None and sup.process.anything_left():
             await sup.stop()
         await sup.close()
 
@@ -102,7 +102,7 @@ async def test_a_kept_alive_death_the_log_does_not_show_is_found_by_health(tmp_p
         assert await _kill_engine(sup) == 500
         await wait_for(lambda: any(e.kind == "crash_backoff" for e in events), 20)
     finally:
-        if sup.process is not None and sup.process.alive():
+        if sup.process is not None and sup.process.anything_left():
             await sup.stop()
         await sup.close()
     assert [r.outcome for r in sup.journal.records()][0] == "crashed"
