@@ -52,7 +52,7 @@ _QUANT_CAPABILITY = re.compile(
 # (1024) exceeds available Mamba cache blocks (856). Each decode sequence requires one Mamba
 # cache block, ..." (vllm#49064, vllm-project/recipes#551, kaito-project/kaito#2319).
 _MAMBA_BLOCKS = re.compile(
-    r"max_num_seqs \((?P<seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"
+    r"(?:max_num_seqs \((?P<seqs>\d+)\) )?exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"
 )
 # The scheduler (V0 vllm/core/scheduler.py, V1 vllm/v1/core/sched/scheduler.py): "Input
 # prompt (%d tokens) is too long and exceeds limit of %d". V0's limit is max_model_len, or
@@ -81,6 +81,20 @@ _MM_ITEM_ABOVE_BATCH = re.compile(
 _MM_PLACEHOLDERS = re.compile(
     r"Attempted to assign (?:\d+ x \d+ = )?(?P<mm_item_tokens>\d+) multimodal tokens to (?P<slots>\d+) "
     r"placeholders"
+)
+# The OpenAI server's refusal of one request (vllm/entrypoints/openai/serving_engine.py, every
+# release since 0.2): "This model's maximum context length is 1 tokens. However, you requested
+# 28 tokens ...". Its limit is max_model_len.
+_CONTEXT_LENGTH = re.compile(
+    r"maximum context length is (?P<limit>\d+) tokens\. However, you requested "
+    r"(?P<tokens>\d+) tokens"
+)
+# vllm/config.py _get_and_verify_max_len (0.2 onward): "User-specified max_model_len (8192) is
+# greater than the derived max_model_len (max_position_embeddings=4096 or
+# model_max_length=None in model's config.json)."
+_ABOVE_DERIVED = re.compile(
+    r"User-specified max_model_len \((?P<len>\d+)\) is greater than the derived "
+    r"max_model_len(?: \((?P<key>\w+)=(?P<derived>[\d.]+))?"
 )
 # max_num_batched_tokens defaults that became prompt limits: 2560 (0.1.x), 2048 (chunked
 # prefill's default when max_model_len > 32K, 0.4-0.7).
@@ -214,7 +228,9 @@ def mamba_blocks_below_max_num_seqs(ctx) -> list[Finding]:
     if found is None:
         return []
     fields, line = found
-    seqs, blocks = int(fields["seqs"]), int(fields["blocks"])
+    blocks = int(fields["blocks"])
+    # A pasted line may have lost its start: the command line's max_num_seqs, else "more".
+    seqs = fields.get("seqs") or ctx.knobs.max_num_seqs or "more"
     acts = (
         Action(
             "max_num_seqs",
@@ -283,6 +299,68 @@ def prompt_too_long(ctx) -> list[Finding]:
             f"Prompts of {tokens:,} tokens are dropped: the limit is {limit:,}",
             (line[:400],),
             acts,
+        )
+    ]
+
+
+def context_length_exceeded(ctx) -> list[Finding]:
+    """A request above max_model_len: a knob only when the command line set max_model_len to
+    that limit (below what the model allows); else the model's own length, the client's to
+    respect."""
+    found = _first(ctx, _CONTEXT_LENGTH)
+    if found is None:
+        return []
+    fields, line = found
+    tokens, limit = int(fields["tokens"]), int(fields["limit"])
+    if ctx.knobs.max_model_len != limit:
+        return []
+    act = Action(
+        "max_model_len",
+        "raise",
+        max(tokens, 16),
+        f"--max-model-len {limit} is the limit the request hit",
+        "more KV cache per request; not beyond the model's trained context",
+    )
+    return [
+        Finding(
+            "context-length-exceeded",
+            4,
+            "warning",
+            f"Requests of {tokens:,} tokens are refused: --max-model-len is {limit:,}",
+            (line[:400],),
+            (act,),
+        )
+    ]
+
+
+def max_model_len_above_derived(ctx) -> list[Finding]:
+    found = _first(ctx, _ABOVE_DERIVED)
+    if found is None:
+        return []
+    fields, line = found
+    text = " ".join(ctx.raw_lines[-400:])
+    if "WARNING" in line or "extreme caution" in line or "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in text:
+        # With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (0.5.4+) vLLM only warns and starts: not a cause.
+        return []
+    asked = int(fields["len"])
+    derived = fields.get("derived")
+    value = int(float(derived)) if derived is not None and float(derived) < asked else None
+    act = Action(
+        "max_model_len",
+        "lower",
+        value,
+        "the model's config allows no more "
+        + (f"({fields.get('key')}={derived})" if derived is not None else "than it derives"),
+        "requests longer than this are rejected",
+    )
+    return [
+        Finding(
+            "max-model-len-above-derived",
+            4,
+            "error",
+            f"max_model_len {asked:,} is above the model's own length",
+            (line[:400],),
+            (act,),
         )
     ]
 
@@ -392,6 +470,8 @@ def _mm_item_without_numbers(batched: int | None, line: str) -> list[Finding]:
 
 RULES = (
     dtype_unsupported,
+    context_length_exceeded,
+    max_model_len_above_derived,
     batched_tokens_below_max_model_len,
     multimodal_item_above_batch,
     fp8_kv_unsupported,

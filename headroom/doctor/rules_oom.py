@@ -322,10 +322,14 @@ class _GpuView:
 
 def free_memory_below_utilization(ctx) -> list[Finding]:
     events = ctx.of("free_memory_below_utilization")
-    if not events:
-        return []
-    nums = events[0].fields
-    evidence = [events[0].line.strip()]
+    if events:
+        nums, first = events[0].fields, events[0].line.strip()
+    else:
+        found = _free_below_in_text(ctx)
+        if found is None:
+            return []
+        nums, first = found
+    evidence = [first]
     target = None
     if nums.get("free_gib") is not None and nums.get("total_gib"):
         target = nums["free_gib"] / nums["total_gib"] - 0.02
@@ -362,6 +366,25 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
             _compact(acts),
         )
     ]
+
+
+# The same refusal wrapped over two lines by a terminal or a pasted block, and the CPU
+# backend's wording of it (vllm/v1/worker/cpu_worker.py, 0.11+: "Available memory on node 0
+# (10.78/15.61 GiB) on startup is less than desired CPU memory utilization (0.7, 10.93 GiB)",
+# where --gpu-memory-utilization sets the CPU reservation).
+_FREE_BELOW = re.compile(
+    r"(?:Free memory on device(?: \S+)?|Available memory on node \d+) \((?P<free>[\d.]+)/"
+    r"(?P<total>[\d.]+) GiB\) on startup\s+is less\s+than desired [CG]PU memory\s+utilization"
+)
+
+
+def _free_below_in_text(ctx) -> tuple[dict, str] | None:
+    joined = " ".join(line.strip() for line in ctx.raw_lines[-400:])
+    match = _FREE_BELOW.search(joined)
+    if match is None:
+        return None
+    nums = {"free_gib": float(match.group("free")), "total_gib": float(match.group("total"))}
+    return nums, joined[match.start() : match.end() + 40]
 
 
 RULES = (cuda_oom, free_memory_below_utilization)

@@ -192,3 +192,58 @@ def test_a_kv_estimate_too_short_to_serve_leads_with_the_budget_not_the_length()
     assert top.id == "max-seq-len-exceeds-kv"
     assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "raise")
     assert any(a.knob == "max_model_len" and a.direction == "lower" for a in top.actions)
+
+
+def test_a_request_above_a_max_model_len_the_command_set_raises_it():
+    line = (
+        "\"This model's maximum context length is 1 tokens. However, you requested 28 tokens in "
+        'the messages, Please reduce the length of the messages."'
+    )
+    top = _top(line, ["vllm", "serve", "m", "--max-model-len=1"])
+    assert top.id == "context-length-exceeded"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("max_model_len", "raise")
+    # the model's own length (nothing set on the command line) is the client's to respect
+    d = diagnose(DoctorInputs(log=line.replace(" 1 tokens", " 4096 tokens"), command=None))
+    assert not any(f.id == "context-length-exceeded" for f in d.findings)
+
+
+def test_max_model_len_above_the_derived_length_lowers_it_unless_allowed_long():
+    line = (
+        "ValueError: User-specified max_model_len (8192) is greater than the derived "
+        "max_model_len (max_position_embeddings=4096 or model_max_length=None in model's "
+        "config.json). This may lead to incorrect model outputs or CUDA errors."
+    )
+    top = _top(line)
+    assert top.id == "max-model-len-above-derived"
+    assert (top.actions[0].knob, top.actions[0].direction, top.actions[0].value) == (
+        "max_model_len",
+        "lower",
+        4096,
+    )
+    warned = "WARNING 01-01 00:00:00 config.py:1] " + line.replace("ValueError: ", "")
+    d = diagnose(DoctorInputs(log=warned))
+    assert not any(f.id == "max-model-len-above-derived" for f in d.findings)
+
+
+def test_mamba_blocks_line_cut_before_max_num_seqs_still_lowers_it():
+    top = _top("exceeds available Mamba cache blocks (95)... CUDA graph capture cannot proceed")
+    assert (top.actions[0].knob, top.actions[0].direction, top.actions[0].value) == (
+        "max_num_seqs",
+        "lower",
+        95,
+    )
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "ValueError: Free memory on device cuda:0 (30.12/31.84 GiB) on startup\n"
+        "is less than desired GPU memory utilization (0.95, 30.25 GiB).",
+        "ValueError: Available memory on node 0 (10.78/15.61 GiB) on startup is less\n"
+        "than desired CPU memory utilization (0.7, 10.93 GiB).",
+    ],
+)
+def test_free_memory_refusal_wrapped_or_on_the_cpu_backend_lowers_utilization(log):
+    top = _top(log, ["vllm", "serve", "m", "--gpu-memory-utilization", "0.95"])
+    assert top.id == "free-memory-below-utilization"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "lower")
