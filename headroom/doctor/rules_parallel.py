@@ -21,6 +21,11 @@ def heads_not_divisible(ctx) -> list[Finding]:
     event = events[0]
     found = event.fields  # heads_not_divisible: heads, tp (the KV-heads event has no heads)
     nums = (found["heads"], found["tp"]) if "heads" in found and "tp" in found else None
+    if nums is None and found.get("numerator") and found.get("denominator"):
+        # vLLM's divide() assertion (vllm/distributed/utils.py): "12 is not divisible by 8",
+        # a head count over the TP size; the command line's TP wins when it names one.
+        tp_given = ctx.knobs.tp if ctx.knobs.tp > 1 else int(found["denominator"])
+        nums = (int(found["numerator"]), tp_given)
     tp = nums[1] if nums else ctx.knobs.tp
     evidence = [event.line.strip()]
     if ctx.model is not None:

@@ -65,3 +65,12 @@ def test_no_name_count_no_floor():
 
     ctx = Context(DoctorInputs(command=parse_command(["--model", "/models/chat"])))
     assert _tp_floor_from_name(ctx) is None
+
+
+def test_the_divide_assertion_names_the_tp_when_the_command_line_does_not():
+    # vLLM's divide(): "12 is not divisible by 8" (12 vision heads, TP 8; vllm#24004)
+    d = diagnose(DoctorInputs(log="AssertionError: 12 is not divisible by 8"))
+    top = d.findings[0]
+    assert top.id == "tp-heads-not-divisible"
+    act = next(a for a in top.actions if a.knob == "tensor_parallel_size")
+    assert act.direction == "lower" and 12 % act.value == 0 and act.value < 8
