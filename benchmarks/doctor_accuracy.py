@@ -17,6 +17,10 @@ Scored against the answer derived from the thread's own resolution (`expected`):
 - wrong direction: any action of any finding turns the expected (or an accepted) knob the
   opposite way (raise <-> lower). A wrong direction is a failed build (tests/doctor);
 - exit 2: the doctor refused the input.
+A second, looser count is printed beside the strict one and never replaces it: "fix offered",
+the thread's knob turned its way by ANY action of the top finding (the doctor ranks the free
+knob first, e.g. raising gpu_memory_utilization before cutting max_model_len, where a thread
+may have taken the second; an incident whose answer is no knob counts as in the strict one).
 
 Per-incident lines are printed only for the training split (`--details train`): rules are
 tuned on that split alone, and the validation split is only ever read as totals.
@@ -105,6 +109,7 @@ class Outcome:
     got_turn: tuple | None = None
     right_step: bool = False
     right_knob: bool = False
+    fix_offered: bool = False  # the thread's turn among the top finding's actions
     wrong_direction: list[str] = field(default_factory=list)
     title: str = ""
 
@@ -119,6 +124,7 @@ def score(incident: dict, code: int, doc: dict | None) -> Outcome:
     if not findings:
         # "Not a configuration problem" is answered right by a doctor that finds nothing.
         outcome.right_step = outcome.right_knob = exp["step"] is None and exp["knob"] is None
+        outcome.fix_offered = outcome.right_knob
         return outcome
     top = findings[0]
     outcome.title = top.get("title", "")
@@ -129,8 +135,11 @@ def score(incident: dict, code: int, doc: dict | None) -> Outcome:
         outcome.got_turn = _turn(knob_actions[0]["knob"], knob_actions[0]["direction"])
     if exp["knob"] is None:
         outcome.right_knob = outcome.got_turn is None
+        outcome.fix_offered = outcome.right_knob
     else:
         outcome.right_knob = outcome.got_turn in wanted
+        offered = {_turn(a["knob"], a.get("direction")) for a in knob_actions}
+        outcome.fix_offered = bool(offered & wanted)
     wanted_knobs = {k: d for k, d in wanted if k}
     for f in findings:
         for a in f.get("actions", []):
@@ -157,11 +166,19 @@ def summarize(outcomes: list[Outcome]) -> dict:
         for key in ("all", "other" if step is None else str(step)):
             row = table.setdefault(split, {}).setdefault(
                 key,
-                {"count": 0, "right_step": 0, "right_knob": 0, "wrong_direction": 0, "exit_2": 0},
+                {
+                    "count": 0,
+                    "right_step": 0,
+                    "right_knob": 0,
+                    "fix_offered": 0,
+                    "wrong_direction": 0,
+                    "exit_2": 0,
+                },
             )
             row["count"] += 1
             row["right_step"] += o.right_step
             row["right_knob"] += o.right_knob
+            row["fix_offered"] += o.fix_offered
             row["wrong_direction"] += bool(o.wrong_direction)
             row["exit_2"] += o.code == 2
     return table
@@ -173,15 +190,17 @@ def render(table: dict) -> str:
     for split in SPLITS:
         rows = table.get(split, {})
         lines.append(f"{split}")
-        lines.append("  step    count  right step  right knob+dir  wrong dir  exit 2")
+        lines.append("  step    count  right step  right knob+dir  fix offered  wrong dir  exit 2")
         for key in order:
             r = rows.get(key)
             if not r:
                 continue
             pct = 100.0 * r["right_knob"] / r["count"]
+            offered = 100.0 * r["fix_offered"] / r["count"]
             lines.append(
                 f"  {key:<6} {r['count']:>6}  {r['right_step']:>10}  {r['right_knob']:>8}"
-                f" ({pct:3.0f}%)  {r['wrong_direction']:>9}  {r['exit_2']:>6}"
+                f" ({pct:3.0f}%)  {r['fix_offered']:>4} ({offered:3.0f}%)"
+                f"  {r['wrong_direction']:>9}  {r['exit_2']:>6}"
             )
     return "\n".join(lines)
 
