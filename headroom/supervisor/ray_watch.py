@@ -71,9 +71,17 @@ class RayWatch:
     """Reads the cluster for one supervisor; `cluster` is the last reading (the TUI shows it),
     `findings` what the cluster and the log said so far in this run."""
 
-    def __init__(self, host: RayHost, probe: ClusterReader | None, *, poll_s: float = 2.0):
+    def __init__(
+        self,
+        host: RayHost,
+        probe: ClusterReader | None,
+        *,
+        poll_s: float = 2.0,
+        asked: bool = False,
+    ) -> None:
         self.host = host
         self.probe = probe
+        self.asked = asked  # --ray-address/--ray-dashboard given: read even without the flag
         self.poll_s = poll_s
         self.cluster: RayCluster | None = None
         self.findings: tuple[Finding, ...] = ()
@@ -82,7 +90,7 @@ class RayWatch:
 
     @property
     def active(self) -> bool:
-        return self.probe is not None and uses_ray(self.host.command)
+        return self.probe is not None and (self.asked or uses_ray(self.host.command))
 
     async def preflight(self) -> PreflightResult:
         """(failures, notes) of ray_preflight against a fresh full reading."""

@@ -98,6 +98,7 @@ class Supervisor(RunView):
             ray_probe
             or make_probe(self.settings.ray_address, self.settings.ray_dashboard, self.child_env()),
             poll_s=self.settings.ray_poll_s,
+            asked=bool(self.settings.ray_address or self.settings.ray_dashboard),
         )
         self._listeners: list[EventListener] = []
         self._log_listeners: list[Callable[[list[str]], None]] = []

@@ -139,3 +139,18 @@ async def test_placement_group_wait_in_the_log_becomes_a_finding(
     finally:
         await sup.stop()
         await sup.close()
+
+
+async def test_a_ray_address_given_reads_the_cluster_without_the_backend_flag(tmp_path):
+    """`headroom serve --ray-address ...` for a command that leaves the backend to vLLM."""
+    probe = FakeCluster(TWO_BY_TWO)
+    command = parse_command(["vllm", "serve", "m", "-tp", "4", "--port", str(free_port())])
+    settings = SupervisorSettings(
+        launcher="sim", data_dir=tmp_path / "d", ray_address="10.0.0.1:6379"
+    )
+    sup = Supervisor(command, settings, nvml_probe=False, ray_probe=probe)
+    assert sup.ray.active
+    with pytest.raises(PreflightError) as refused:
+        await sup.start()
+    assert any("TP 4 needs 4 GPUs in one node" in f for f in refused.value.failures)
+    await sup.close()
