@@ -17,8 +17,6 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import psutil
-
 from headroom.probes.nvml_types import GpuProcess, GpuSnapshot
 
 # GpuProcess lives with the other snapshot types (nvml_types) and is re-exported here.
@@ -74,6 +72,11 @@ ProcessLookup = Callable[[int], tuple[str | None, str | None]]
 
 def psutil_lookup(pid: int) -> tuple[str | None, str | None]:
     """(name, cmdline) of a PID via psutil; (None, None) when it is not visible from here."""
+    # psutil is imported where it is used, not here: its import (the Linux tables, ~20 ms)
+    # would sit on the path to the first painted dashboard (benchmarks/startup.py), which
+    # needs no process lookups.
+    import psutil
+
     try:
         proc = psutil.Process(pid)
         with proc.oneshot():

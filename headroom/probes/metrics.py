@@ -36,6 +36,7 @@ from headroom.probes.metrics_parse import (
 )
 from headroom.probes.metrics_types import STATES, EngineMetrics, ServerMetrics
 from headroom.probes.metrics_window import Latency, WindowTracker
+from headroom.probes.tls import tls_context
 
 __all__ = [
     "STATES",
@@ -204,7 +205,10 @@ class MetricsProbe:
             # A GPU box's HTTP(S)_PROXY must not swallow scrapes of its own loopback server.
             local = (urlsplit(self.url).hostname or "") in _LOOPBACK
             self._client = httpx.AsyncClient(
-                timeout=self.timeout_s, follow_redirects=False, trust_env=not local
+                timeout=self.timeout_s,
+                follow_redirects=False,
+                trust_env=not local,
+                verify=tls_context(trust_env=not local),
             )
         return self._client
 

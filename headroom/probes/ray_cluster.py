@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from headroom.probes.ray_status import RayStatus, parse_ray_status
+from headroom.probes.tls import tls_context
 
 __all__ = [
     "RayCluster",
@@ -272,7 +273,9 @@ class RayClusterProbe:
     ) -> tuple[tuple[RayNode, ...] | None, tuple[RayPlacementGroup, ...] | None]:
         assert self.dashboard_url is not None
         results: list[object | None] = []
-        async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
+        async with httpx.AsyncClient(
+            timeout=self.timeout_s, follow_redirects=False, verify=tls_context()
+        ) as client:
             for path in (
                 "/api/v0/nodes?limit=1000",
                 "/api/v0/placement_groups?limit=1000&detail=true",

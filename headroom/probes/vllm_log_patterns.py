@@ -8,6 +8,7 @@ Wordings come from vLLM's format strings (see ../shared/reference/vllm-facts.md 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -98,12 +99,20 @@ class _Rule:
     kind: str | None  # None: a recognised line that is never an event (client text)
     severity: str
     needles: tuple[str, ...]  # at least one must be a substring of the message
-    pattern: re.Pattern[str] | None = None
+    regex: str | None = None  # compiled on first use: see `pattern`
     extract: Callable[[re.Match[str]], dict[str, object]] | None = None
     require_match: bool = True  # False: needles alone classify, the regex only adds fields
     printed_by: frozenset[str] = frozenset()  # logger texts: the files allowed in the prefix
     quoted: bool = False  # the text normally sits inside quotes
     id: str = ""
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str] | None:
+        """The compiled regex, built the first time a line holds one of the rule's needles.
+        Compiling all ~100 of the catalog's regexes took about 8 ms at import, on the path to
+        the TUI's first painted dashboard (benchmarks/startup.py); a running server's log
+        reaches only a handful of rules. (tests/probes/test_vllm_catalog.py compiles them all.)"""
+        return re.compile(self.regex) if self.regex else None
 
 
 def _groups(match: re.Match[str]) -> dict[str, object]:
@@ -123,12 +132,10 @@ def _groups(match: re.Match[str]) -> dict[str, object]:
 
 
 def _rule_of(sig: Signature) -> _Rule:
-    compiled = re.compile(sig.pattern) if sig.pattern else None
-    extract = (
-        EXTRACTORS[sig.extract] if sig.extract else (_groups if compiled is not None else None)
-    )
+    regex = sig.pattern or None
+    extract = EXTRACTORS[sig.extract] if sig.extract else (_groups if regex is not None else None)
     printed_by = frozenset(sig.printed_by) if sig.origin == "log" else frozenset()
-    return _Rule(sig.kind, sig.severity, sig.needles, compiled, extract, sig.require_match,
+    return _Rule(sig.kind, sig.severity, sig.needles, regex, extract, sig.require_match,
                  printed_by, sig.quoted, sig.id)  # fmt: skip
 
 
@@ -207,7 +214,7 @@ def classify_line(line: str, lineno: int | None = None) -> LogEvent | None:
 
 # Lines that carry a client's text (request logger): never an event, whatever they quote.
 _CLIENT_TEXT = re.compile(
-    r"\s*(?:" + "|".join(rule.pattern.pattern for rule in RULES if rule.kind is None and rule.pattern)
+    r"\s*(?:" + "|".join(rule.regex for rule in RULES if rule.kind is None and rule.regex)
     + ")"
 )  # fmt: skip
 _JOINED_EXCEPTION = re.compile(r"[)\"'] (?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )")

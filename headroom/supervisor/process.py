@@ -15,10 +15,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psutil
+from typing import TYPE_CHECKING
 
 from headroom.supervisor.paths import private_dir
+
+# psutil is imported inside the functions that use it: its import (~20 ms, the Linux tables)
+# would otherwise sit on the path to the TUI's first painted dashboard (benchmarks/startup.py),
+# which imports this module through the restart driver but looks up no process.
+if TYPE_CHECKING:
+    import psutil
 
 
 class LaunchError(RuntimeError):
@@ -94,6 +99,8 @@ class ManagedProcess:
     def alive(self) -> bool:
         if self.popen is not None:
             return self.popen.poll() is None
+        import psutil  # here, not at the top: see the note on the imports
+
         try:
             p = psutil.Process(self.pid)
             if self.create_time is not None and abs(p.create_time() - self.create_time) > 1.0:
@@ -108,6 +115,8 @@ class ManagedProcess:
 
     def members(self) -> list[psutil.Process]:
         """Live processes of the server: its process group plus any descendants that left it."""
+        import psutil  # here, not at the top: see the note on the imports
+
         found: dict[int, psutil.Process] = {}
         try:
             root = psutil.Process(self.pid)
@@ -170,6 +179,8 @@ class ManagedProcess:
             self.signal_group(signal.SIGKILL)
             sent.append("SIGKILL")
             await self._wait_gone(5.0)
+        import psutil  # here, not at the top: see the note on the imports
+
         # Anything that escaped the group (setsid'd workers) is killed one by one.
         for p in self.members():
             try:
@@ -211,6 +222,8 @@ class ManagedProcess:
 
 
 def process_create_time(pid: int) -> float | None:
+    import psutil  # here, not at the top: see the note on the imports
+
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:

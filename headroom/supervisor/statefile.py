@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from headroom.probes.untrusted_json import load_json_file, typed_fields
 from headroom.supervisor.paths import private_dir, state_dir
 
@@ -62,6 +60,11 @@ class ServerRecord:
     def alive(self) -> bool:
         if not isinstance(self.pid, int) or self.pid <= 0:
             return False
+        # psutil is imported where it is used, not here: its import (the Linux tables, ~20 ms)
+        # would sit on the path to the first painted dashboard (benchmarks/startup.py), which
+        # needs no process lookups.
+        import psutil
+
         try:
             p = psutil.Process(self.pid)
             if self.create_time is not None and abs(p.create_time() - self.create_time) > 1.0:

@@ -17,6 +17,7 @@ import time
 import httpx
 
 from headroom.probes.metrics import ServerMetrics
+from headroom.probes.tls import tls_context
 from headroom.probes.vllm_log import LogEvent
 from headroom.supervisor.host import SupervisorHost
 from headroom.supervisor.states import ENGINE_DEATH, STARTUP_FAILURES, ServerState
@@ -68,7 +69,9 @@ class ProcessWatcher:
 
     async def _loop(self) -> None:
         settings = self.host.settings
-        async with httpx.AsyncClient(timeout=settings.health_timeout_s, trust_env=False) as client:
+        async with httpx.AsyncClient(
+            timeout=settings.health_timeout_s, trust_env=False, verify=tls_context(trust_env=False)
+        ) as client:
             while True:
                 try:
                     done = await self.tick(client)

@@ -10,6 +10,7 @@ import pytest
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.probes.vllm_catalog import NOT_CONFIG, PREFIX_FORMS, RELEASES, SIGNATURES
 from headroom.probes.vllm_log import KINDS, classify_line, digest_text
+from headroom.probes.vllm_log_patterns import RULES
 
 VLLM_ORIGINS = ("log", "raise", "assert", "source")
 # The releases issue 12 asks for, by minor version, and the newest two read.
@@ -71,6 +72,18 @@ def test_catalog_is_complete_data():
             assert any(n in example for n in sig.needles), (sig.id, example)
     for release in RELEASES.values():
         assert re.fullmatch(r"[0-9a-f]{64}", release["sha256"])
+
+
+def test_every_regex_compiles():
+    """The reader compiles a rule's regex only when a line first holds its needle (start-up
+    cost), so a broken regex would surface late, in the middle of a log: compile them all here."""
+    assert len(RULES) == len(SIGNATURES)
+    for rule, sig in zip(RULES, SIGNATURES, strict=True):
+        assert rule.id == sig.id
+        if sig.pattern:
+            assert isinstance(rule.pattern, re.Pattern) and rule.pattern.pattern == sig.pattern
+        else:
+            assert rule.pattern is None, sig.id
 
 
 def test_catalog_covers_the_releases_asked_for():
