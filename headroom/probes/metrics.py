@@ -36,7 +36,7 @@ from headroom.probes.metrics_parse import (
 )
 from headroom.probes.metrics_types import STATES, EngineMetrics, ServerMetrics
 from headroom.probes.metrics_window import Latency, WindowTracker
-from headroom.probes.tls import tls_context
+from headroom.probes.tls import tls_context_for
 
 __all__ = [
     "STATES",
@@ -208,7 +208,7 @@ class MetricsProbe:
                 timeout=self.timeout_s,
                 follow_redirects=False,
                 trust_env=not local,
-                verify=tls_context(trust_env=not local),
+                verify=tls_context_for(self.url, trust_env=not local),
             )
         return self._client
 

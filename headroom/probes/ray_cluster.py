@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from headroom.probes.ray_status import RayStatus, parse_ray_status
-from headroom.probes.tls import tls_context
+from headroom.probes.tls import tls_context_for
 
 __all__ = [
     "RayCluster",
@@ -274,7 +274,9 @@ class RayClusterProbe:
         assert self.dashboard_url is not None
         results: list[object | None] = []
         async with httpx.AsyncClient(
-            timeout=self.timeout_s, follow_redirects=False, verify=tls_context()
+            timeout=self.timeout_s,
+            follow_redirects=False,
+            verify=tls_context_for(self.dashboard_url),
         ) as client:
             for path in (
                 "/api/v0/nodes?limit=1000",

@@ -22,7 +22,7 @@ import httpx
 from headroom.probes.bounded_http import BoundedReadError, bounded_get
 from headroom.probes.metrics import normalize_base_url
 from headroom.probes.safe_text import safe_text
-from headroom.probes.tls import tls_context
+from headroom.probes.tls import tls_context_for
 from headroom.probes.untrusted_json import loads_bounded
 
 MAX_ANSWER_BYTES = 1 << 20  # /v1/models of a server with many LoRA adapters is a few KB
@@ -81,7 +81,9 @@ async def read_server_info(
     if client is None:
         local = (urlsplit(base).hostname or "") in ("127.0.0.1", "localhost", "::1")
         client = httpx.AsyncClient(
-            timeout=timeout_s, trust_env=not local, verify=tls_context(trust_env=not local)
+            timeout=timeout_s,
+            trust_env=not local,
+            verify=tls_context_for(base, trust_env=not local),
         )
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:

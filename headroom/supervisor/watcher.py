@@ -17,7 +17,7 @@ import time
 import httpx
 
 from headroom.probes.metrics import ServerMetrics
-from headroom.probes.tls import tls_context
+from headroom.probes.tls import tls_context_for
 from headroom.probes.vllm_log import LogEvent
 from headroom.supervisor.host import SupervisorHost
 from headroom.supervisor.states import ENGINE_DEATH, STARTUP_FAILURES, ServerState
@@ -70,7 +70,9 @@ class ProcessWatcher:
     async def _loop(self) -> None:
         settings = self.host.settings
         async with httpx.AsyncClient(
-            timeout=settings.health_timeout_s, trust_env=False, verify=tls_context(trust_env=False)
+            timeout=settings.health_timeout_s,
+            trust_env=False,
+            verify=tls_context_for(self.host.url, trust_env=False),
         ) as client:
             while True:
                 try:
