@@ -141,14 +141,18 @@ class RayWatch:
             except Exception as exc:  # keep starting; say what broke
                 self.host.emit("notice", f"Ray cluster read failed (still starting): {exc!r}")
 
+    @property
+    def has_dashboard(self) -> bool:
+        """Whether a reading is one HTTP round trip (the state API) rather than `ray status`."""
+        return bool(getattr(self.probe, "dashboard_url", None))  # fakes in tests may lack it
+
     async def read_now(self) -> RayCluster | None:
         """One reading: the state API when there is a dashboard (one HTTP round trip), else
         `ray status` (a Python process each time). None without a probe."""
         probe = self.probe
         if probe is None:
             return None
-        dashboard = getattr(probe, "dashboard_url", None)  # fakes in tests may lack it
-        return await (probe.read_nodes() if dashboard else probe.read())
+        return await (probe.read_nodes() if self.has_dashboard else probe.read())
 
     async def poll(self) -> None:
         """One reading, then the findings of the cluster, with the log's placement-group

@@ -52,6 +52,8 @@ LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]", ""}
 # Retry a failed NVML init soon: a simulator writes its GPU state a moment after launch, and
 # a driver being loaded should show up quickly too.
 NVML_RETRY_INIT_S = 2.0
+# A served Ray cluster without a dashboard is read through `ray status` this seldom.
+RAY_STATUS_EVERY_S = 10.0
 
 
 def url_is_local(url: str | None) -> bool:
@@ -200,6 +202,7 @@ class LiveSources(DataSources):
         self._start_error: str | None = None
         self._supervisor_lines: list[str] = []
         self._log_subscribed = False
+        self._ray_last: tuple[float, RayReading] | None = None
 
     def on_supervisor_event(self, callback: EventListener) -> None:
         if self.supervisor is not None:
@@ -314,10 +317,16 @@ class LiveSources(DataSources):
         watch = sup.ray
         if sup.state == ServerState.STARTING and watch.cluster is not None:
             return RayReading(watch.cluster, watch.findings)
+        now = time.monotonic()
+        last = self._ray_last
+        if last is not None and last[0] + RAY_STATUS_EVERY_S > now and not watch.has_dashboard:
+            return last[1]  # `ray status` starts a Python process: not every 2 s while serving
         cluster = await watch.read_now()
         if cluster is None:
             return None
-        return RayReading(cluster, tuple(ray_cluster_findings(cluster, tp=self._tp_size())))
+        reading = RayReading(cluster, tuple(ray_cluster_findings(cluster, tp=self._tp_size())))
+        self._ray_last = (now, reading)
+        return reading
 
     # -- logs ---------------------------------------------------------------------------
     async def read_log_lines(self) -> list[str]:

@@ -106,6 +106,9 @@ async def test_live_sources_read_the_supervisor_s_cluster(tmp_path):
     assert sources.reads_ray
     reading = await sources.read_ray()
     assert reading is not None and probe.reads == 1
+    assert await sources.read_ray() is reading and probe.reads == 1  # ray status: seldom
+    probe.dashboard_url = "http://127.0.0.1:8265"  # the state API is cheap: every time
+    assert await sources.read_ray() is not reading and probe.reads == 2
     assert [f.id for f in reading.findings] == ["ray-bundle-exceeds-node"]
     other = Supervisor(
         parse_command(["vllm", "serve", "m"]),
@@ -115,6 +118,6 @@ async def test_live_sources_read_the_supervisor_s_cluster(tmp_path):
     )
     plain = LiveSources(supervisor=other)
     assert not plain.reads_ray and await plain.read_ray() is None
-    assert probe.reads == 1  # not read for a server without Ray
+    assert probe.reads == 2  # not read for a server without Ray
     await sup.close()
     await other.close()
