@@ -27,18 +27,23 @@ WAITER = Path(__file__).with_name("ray_wait_vllm.py")
 
 class FakeCluster:
     """read()/read_nodes() answering recorded `ray status` captures, the first for the first
-    reading and the last from then on (a cluster that changes under a start); counts reads."""
+    reading and the last from then on (a cluster that changes under a start); counts reads.
+    With `moves_when`, the cluster stays at its first reading until that says so."""
 
     def __init__(self, *fixtures: str) -> None:
         self.readings = [parse_ray_status((RAY / f).read_text()) for f in fixtures]
         self.reads = 0
+        self.held = 0  # reads answered with the first reading while moves_when said no
+        self.moves_when = None
 
     @property
     def status(self):
-        return self.readings[min(self.reads, len(self.readings)) - 1]
+        return self.readings[min(self.reads - self.held, len(self.readings)) - 1]
 
     async def read(self) -> RayCluster:
         self.reads += 1
+        if self.reads > 1 and self.moves_when is not None and not self.moves_when():
+            self.held += 1
         return RayCluster(float(self.reads), "10.0.0.1:6379", self.status, None, None)
 
     async def read_nodes(self) -> RayCluster:
@@ -124,6 +129,9 @@ async def test_placement_group_wait_in_the_log_becomes_a_finding(
     probe = FakeCluster(*fixtures)
     template = f"{sys.executable} {WAITER} {{model}} {{flags}}"
     sup, events = make(tmp_path, probe, "-tp", "2", launcher=template)
+    # The node leaves only once the wait line is in the log: otherwise which comes first (the
+    # log read or the 0.1 s cluster read) was a race that scheduling changes decided.
+    probe.moves_when = lambda: bool(sup.run.digest.of_kind("ray_placement_wait"))
     try:
         await sup.start()
         await wait_for(lambda: any(e.kind == "finding" for e in events), 20)
