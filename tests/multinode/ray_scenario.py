@@ -8,7 +8,8 @@ registers the machine's outward address. Prints one JSON object with what was se
 
 Steps: start a head and a second node (2 GPUs each, declared with --num-gpus); read the
 cluster; ask for a STRICT_PACK placement group of 3 GPUs (more than a node has) and
-read the cause of the wait; kill the second node's raylet and time until the probe
+read the cause of the wait (also through `headroom doctor --ray-address --ray-dashboard` and the
+supervisor's Ray preflight); kill the second node's raylet and time until the probe
 reports it dead; stop everything.
 """
 
@@ -28,6 +29,8 @@ import psutil
 
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.probes.ray_cluster import RayClusterProbe
+from headroom.supervisor import Supervisor, SupervisorSettings
+from headroom.vllm_cmd import parse_command
 
 GCS_PORT = 6391
 DASHBOARD = "http://127.0.0.1:8299"
@@ -131,6 +134,35 @@ async def main(ray_bin: Path) -> dict:
             }
             for f in findings
         ]
+        # The same cluster through the user-facing paths: `headroom doctor --ray-address
+        # --ray-dashboard` (a process of its own, as a user runs it) and the supervisor's
+        # preflight for a Ray start that asks one node for 4 GPUs.
+        doctor = subprocess.run(
+            [sys.executable, "-m", "headroom", "doctor", "--ray-address",
+             f"127.0.0.1:{GCS_PORT}", "--ray", ray, "--ray-dashboard", DASHBOARD,
+             "--gpus", "2x2xGPU:16", "--json", "--", "vllm", "serve", "m", "-tp", "2",
+             "--distributed-executor-backend", "ray"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        doc = json.loads(doctor.stdout) if doctor.stdout.strip().startswith("{") else {}
+        out["doctor"] = {
+            "exit": doctor.returncode,
+            "shape": doc.get("shape"),
+            "findings": [f["id"] for f in doc.get("findings", [])],
+            "lacking": doc.get("lacking", []),
+        }
+        command = parse_command(
+            ["vllm", "serve", "m", "-tp", "4", "--distributed-executor-backend", "ray"]
+        )
+        sup = Supervisor(
+            command,
+            SupervisorSettings(launcher="sim", data_dir=Path(temp) / "headroom"),
+            nvml_probe=False,
+            ray_probe=probe,
+        )
+        preflight = await sup.ray.preflight()
+        await sup.close()
+        out["preflight"] = {"failures": list(preflight.failures), "notes": list(preflight.notes)}
 
         worker = [
             p

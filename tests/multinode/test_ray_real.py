@@ -79,3 +79,16 @@ def test_a_killed_node_is_noticed_within_15_s(scenario):
     assert scenario["dead_noticed_s"] is not None and scenario["dead_noticed_s"] <= 15.0
     assert [n["state"] for n in scenario["after_kill"]["nodes"]].count("DEAD") == 1
     assert "ray-node-dead" in scenario["after_kill_findings"]
+
+
+def test_doctor_cli_reads_the_live_cluster(scenario):
+    doctor = scenario["doctor"]
+    assert doctor["shape"] == "2 nodes x 2 GPU (4 GPUs in all)"
+    assert "ray-bundle-exceeds-node" in doctor["findings"]  # the waiting 3-GPU group
+    assert not any(item.startswith("Ray cluster:") for item in doctor["lacking"])
+    assert doctor["exit"] == 1
+
+
+def test_supervisor_preflight_refuses_tp_over_a_node(scenario):
+    failures = scenario["preflight"]["failures"]
+    assert any("TP 4 needs 4 GPUs in one node; the largest Ray node has 2" in f for f in failures)
