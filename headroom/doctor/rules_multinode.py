@@ -10,6 +10,7 @@ exist but are held by another placement group (a second vLLM on the same cluster
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from headroom.doctor.findings import Action, Finding
@@ -17,6 +18,14 @@ from headroom.probes.ray_cluster import RayCluster
 from headroom.probes.ray_status import PendingDemand
 
 __all__ = ["RULES", "ray_cluster_findings"]
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _fmt(gpus: float) -> str:
@@ -57,12 +66,19 @@ def _wait_cause(cluster: RayCluster, bundles, strategy, seen: str) -> Finding | 
     pins = _pins(bundles)
     ips = cluster.node_ips
     evidence = [f"waiting: {seen}"]
-    if pins and ips and not set(pins) & set(ips):
+    named = [p for p in pins if not _is_ip(p)]
+    if pins and ((ips and not set(pins) & set(ips)) or named):
         head = next((n.ip for n in cluster.alive_nodes if n.is_head and n.ip), None)
-        evidence.append(
-            f"bundle 0 is pinned to node:{pins[0]}, but the Ray nodes registered "
-            f"{', '.join(ips)}: vLLM's IP is not the IP Ray registered"
-        )
+        if ips and not set(pins) & set(ips):
+            evidence.append(
+                f"bundle 0 is pinned to node:{pins[0]}, but the Ray nodes registered "
+                f"{', '.join(ips)}: vLLM's IP is not the IP Ray registered"
+            )
+        else:  # Ray registers nodes by IP address, so a name never matches (vllm #12670)
+            evidence.append(
+                f"bundle 0 is pinned to node:{named[0]}, a host name: Ray names its nodes by "
+                "IP address, so no node can ever match it"
+            )
         return Finding(
             "ray-placement-ip-mismatch",
             None,

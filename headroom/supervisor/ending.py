@@ -4,6 +4,7 @@ finishing a failed run (diagnosis, journal, state), and asking the doctor about 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from headroom.doctor import Diagnosis, DoctorInputs, diagnose, diagnosis_to_json
 from headroom.doctor.model_table import find_model
@@ -49,19 +50,31 @@ class RunEnder:
         )
         host.set_state(ServerState.FAILED, why)
 
-    def run_diagnosis(self, *, emit: bool = True) -> Diagnosis | None:
-        """Ask the doctor about this run; emit its findings (top three) as events."""
+    def run_diagnosis(self, *, emit: bool = True, whole_run: bool = False) -> Diagnosis | None:
+        """Ask the doctor about this run; emit its findings (top three) as events.
+
+        whole_run: also what the metrics showed earlier in the run. The runtime rules judge
+        the latest samples, so a run stopped after its load ended would otherwise be
+        journaled as if nothing had happened while it served (KV full, preemptions)."""
         host, run = self.host, self.host.run
-        try:
-            run.diagnosis = diagnose(
+        model = local_model(getattr(host.command, "model", None))
+
+        def ask(history: tuple) -> Diagnosis:
+            return diagnose(
                 DoctorInputs(
                     command=host.command,
                     log=run.digest,
-                    metrics_history=tuple(run.stats.history),
-                    model=local_model(getattr(host.command, "model", None)),
+                    metrics_history=history,
+                    model=model,
                     ray_cluster=host.ray.cluster,  # read while it started (ray_watch)
                 )
             )
+
+        try:
+            history = tuple(run.stats.history)
+            run.diagnosis = ask(history)
+            if whole_run:
+                run.diagnosis = _with_earlier(run.diagnosis, history, ask)
         except Exception as exc:  # a doctor bug: the supervisor still reports
             run.diagnosis = None
             if emit:
@@ -142,7 +155,8 @@ class RunEnder:
         host.records.remove_state(host.port)
         fields: dict[str, object] = {}
         if was in (ServerState.READY, ServerState.DEGRADED):
-            self.run_diagnosis(emit=False)  # what the doctor made of it, for the journal
+            # what the doctor made of it while it served, for the journal
+            self.run_diagnosis(emit=False, whole_run=True)
             fields["findings"] = self.findings_json()
         stopped = "stopped" if was != ServerState.STARTING else "stopped_before_ready"
         host.records.update(
@@ -161,3 +175,22 @@ def local_model(name: str | None) -> ModelShape | None:
     if not name or find_model(name) is not None:
         return None
     return lookup_model(name, hub=False).shape
+
+
+# The runtime rules read the newest few samples, so the history is cut after every sample:
+# a burst that filled the KV cache for two samples is still seen. At most 60 looks (the
+# history kept), each well under a millisecond for metrics alone.
+EARLIER_WINDOW = 1
+
+
+def _with_earlier(final: Diagnosis, history: tuple, ask) -> Diagnosis:
+    """`final` plus the findings the doctor had at earlier points of the history (the history
+    cut after every EARLIER_WINDOW-th sample), each finding once, the final ones first."""
+    seen = {f.id for f in final.findings}
+    found = list(final.findings)
+    for end in range(EARLIER_WINDOW, len(history), EARLIER_WINDOW):
+        for finding in ask(history[:end]).findings:
+            if finding.id not in seen:
+                seen.add(finding.id)
+                found.append(finding)
+    return replace(final, findings=tuple(found))

@@ -121,3 +121,10 @@ def test_preflight_before_a_ray_start():
     failures, _ = ray_preflight(held_cluster, tp=8, pp=2, host_ip="10.0.0.1")
     assert "8 of 16 Ray GPUs are held" in failures[0]
     assert ray_preflight(None, tp=8, pp=2, host_ip=None)[1][0].startswith("Ray cluster not read")
+
+
+def test_a_pin_to_a_host_name_is_a_mismatch_from_ray_status_alone():
+    c = cluster("status-2025-02-old-format-pending-pg-2x8xH100-vllm-12670.txt")
+    top = diagnose(DoctorInputs(ray_cluster=c)).findings[0]
+    assert top.id == "ray-placement-ip-mismatch"
+    assert "a host name" in top.evidence[1] and top.actions[0].knob == "VLLM_HOST_IP"
