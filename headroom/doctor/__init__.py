@@ -12,6 +12,7 @@ from headroom.doctor import (
     rules_compat,
     rules_gpu,
     rules_multinode,
+    rules_multinode_log,
     rules_oom,
     rules_parallel,
     rules_runtime,
@@ -68,6 +69,7 @@ def all_rules():
         + rules_compat.RULES
         + rules_catalog.RULES
         + rules_multinode.RULES
+        + rules_multinode_log.RULES
     )
 
 
