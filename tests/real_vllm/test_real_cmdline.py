@@ -99,3 +99,26 @@ def test_parse_command_agrees_with_vllms_parser(real_vllm_env):
     for case, got in zip(cases, theirs, strict=True):
         assert got == case["mine"], case["tokens"]
     assert changed.get("enforce_eager") is None and changed.get("max_num_seqs") == 32
+
+
+def test_plans_multi_node_serve_lines_parse_in_vllm(real_vllm_env):
+    """Issue 16: the bring-up's `vllm serve` lines of both backends (TP 8 x PP 2 over two
+    nodes) are read by vLLM 0.32's own parser with the values Headroom meant."""
+    from headroom.doctor.bringup import plan_bringup
+
+    ray, mp = plan_bringup(
+        MODEL, tp=8, pp=2, nodes=2, gpus_per_node=8, node_ips=["10.0.0.1", "10.0.0.2"]
+    )
+    serve_lines = [ray.lines[-1].argv, *(line.argv for line in mp.lines)]
+    commands = [parse_command(list(argv)) for argv in serve_lines]
+    cases = [
+        {"tokens": _tokens_for_vllm(render(c)), "mine": json.loads(json.dumps(c.engine_args()))}
+        for c in commands
+    ]
+    theirs = _ask_vllm(real_vllm_env.python, cases)
+    for case, got in zip(cases, theirs, strict=True):
+        assert got == case["mine"], case["tokens"]
+    assert theirs[0]["distributed_executor_backend"] == "ray"
+    assert [t["node_rank"] for t in theirs[1:]] == [0, 1]
+    assert theirs[2]["headless"] is True and theirs[1].get("headless") in (False, None)
+    assert all(t["tensor_parallel_size"] == 8 and t["pipeline_parallel_size"] == 2 for t in theirs)
