@@ -31,7 +31,10 @@ def fit_range(model, gpu, knobs, version, acc: MemoryAccount):
     per_token = max(acc.kv_bytes_per_token, 1)
     error_gib = max(acc.kv_cache_gib * KV_ESTIMATE_ERROR_REL, KV_ESTIMATE_ERROR_GIB)
     error_tokens = int(error_gib * GIB // per_token)
-    lows, highs = [acc.max_model_len_fit], [acc.max_model_len_fit]
+    # The error is taken off the fit before the model's position cap, not after: a 70B on
+    # 8 H100 holds ten times its 131,072-token context, and the cap minus the error (0) is
+    # no honest low end.
+    lows, highs = [acc.usable_tokens], [acc.usable_tokens]
     reasons = [
         f"the estimate's measured error ({MEASURED_ERROR}, benchmarks/memory_model.py): "
         f"+/- {error_gib:.2f} GiB of KV per GPU = {error_tokens:,} tokens"
@@ -40,8 +43,8 @@ def fit_range(model, gpu, knobs, version, acc: MemoryAccount):
         span = []
         for release in UNKNOWN_RELEASE_SPAN:
             other = account(model, gpu, knobs, release)
-            lows.append(other.max_model_len_fit)
-            highs.append(other.max_model_len_fit)
+            lows.append(other.usable_tokens)
+            highs.append(other.usable_tokens)
             span.append(f"{release}: {other.max_model_len_fit:,}")
         reasons.append("release not given (--vllm-version): fits by release " + ", ".join(span))
     if not getattr(gpu, "known", True) and acc.tp * acc.pp > 1:
@@ -50,8 +53,8 @@ def fit_range(model, gpu, knobs, version, acc: MemoryAccount):
         from dataclasses import replace
 
         other = account(model, replace(gpu, nvlink=not gpu.nvlink), knobs, version)
-        lows.append(other.max_model_len_fit)
-        highs.append(other.max_model_len_fit)
+        lows.append(other.usable_tokens)
+        highs.append(other.usable_tokens)
         reasons.append(
             f"links not known (--gpus by memory only): over {'PCIe' if gpu.nvlink else 'NVLink'} "
             f"non-torch memory is {other.overhead_gib:.2f} GiB, not {acc.overhead_gib:.2f}: "

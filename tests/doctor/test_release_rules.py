@@ -127,3 +127,12 @@ def test_memory_benchmark_meets_its_goal_on_the_real_start_up_logs():
     for engine in ("V0", "V1"):
         assert totals[engine]["median"] <= 0.05, totals
         assert totals[engine]["worst"] <= 0.15, totals
+
+
+def test_a_fit_capped_by_the_context_keeps_the_context_as_its_low_end():
+    # 70B on 8 H100: the KV cache holds ~1.37 M tokens, ten times the model's 131,072. The
+    # error is taken off the uncapped fit, so the range is not "0 - 131,072".
+    p = plan(find_model("meta-llama/Llama-3.1-70B-Instruct"), parse_gpu_spec("8xH100"))
+    assert p.account.max_model_len_fit == 131072
+    assert p.fit_range == (131072, 131072)
+    assert "--max-model-len" not in p.command or "131072" in p.command
