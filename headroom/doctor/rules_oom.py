@@ -15,6 +15,7 @@ from headroom.doctor import actions as A
 from headroom.doctor.candidates import fix_actions, is_quantized
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.rules_parallel import weights_gib_from_name
 from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
 from headroom.probes.vllm_log_fields import to_gib
@@ -79,8 +80,13 @@ def _oom_phase(ctx, event: LogEvent) -> str:
             and ctx.knobs.gpu_memory_utilization < 0.8
         ):
             return "weights"  # the process filled the GPU before any KV cache existed
-        if "load" in around or "weight" in around or not before:
+        if "load" in around or "weight" in around:
             return "weights"
+        if not before:
+            # A bare OOM line: nothing says where. The table's order for a CUDA OOM applies
+            # (lower utilization, eager, fewer batched tokens); TP only when the memory
+            # model says the weights alone do not fit (weights_alone, below).
+            return "unknown"
     return "activation"
 
 
@@ -181,6 +187,13 @@ def cuda_oom(ctx) -> list[Finding]:
             A.lower_utilization(ctx, None, "leaves room above the profiled activation peak"),
         ]
         title = "Out of GPU memory at the activation peak (a whole max_model_len prefill)"
+    elif phase == "unknown":
+        acts = [
+            A.lower_utilization(ctx, None, "more room outside vLLM's budget for what ran out"),
+            A.enforce_eager("no CUDA-graph pools (graph capture needs memory of its own)"),
+            A.lower_batched_tokens(batched, "a smaller activation peak per step"),
+        ]
+        title = "Out of GPU memory (the log does not say where)"
     else:
         acts = [
             A.lower_batched_tokens(batched, "a smaller activation peak per step"),
@@ -233,13 +246,31 @@ def _weights_do_not_fit(ctx) -> str | None:
     then no other process, graph or batch setting is the root cause."""
     acc = ctx.account
     if acc is None:
-        return None
+        return _weights_too_big_by_name(ctx)
     if acc.weights_gib >= acc.gpu_usable_gib * A.MAX_UTILIZATION:
         return (
             f"the weights alone are {acc.weights_gib:.2f} GiB per GPU at TP {acc.tp} x PP "
             f"{acc.pp}, more than {A.MAX_UTILIZATION} x {acc.gpu_usable_gib:.2f} GiB"
         )
     return None
+
+
+def _weights_too_big_by_name(ctx) -> str | None:
+    """Without a config or a GPU description: the parameter count in the model's name
+    against the GPU size the OOM message itself names (vLLM splits the weights over TP x
+    PP). Only a clear case counts: a share above the whole GPU."""
+    events = ctx.of("cuda_oom")
+    total = _number(events[0].fields, "total_gib") if events else None
+    weights = weights_gib_from_name(getattr(ctx.inputs.command, "model", None) or "")
+    if not total or weights is None:
+        return None
+    share = weights / (ctx.knobs.tp * ctx.knobs.pp)
+    if share < total:
+        return None
+    return (
+        f"the name says ~{weights:.0f} GiB of weights: {share:.1f} GiB per GPU at TP "
+        f"{ctx.knobs.tp} x PP {ctx.knobs.pp}, more than the {total:.2f} GiB GPU the OOM names"
+    )
 
 
 def _oom_gpu(ctx):

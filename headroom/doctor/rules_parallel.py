@@ -102,19 +102,27 @@ _FOUR_BIT = re.compile(r"awq|gptq|int4|4bit|4-bit|nf4|w4a16", re.IGNORECASE)
 _EIGHT_BIT = re.compile(r"fp8|int8|8bit|8-bit|w8a8", re.IGNORECASE)
 
 
+def weights_gib_from_name(name: str) -> float | None:
+    """All the weights in GiB, from the parameter count a model's name carries and the
+    bits its name says (None when the name carries no count). Coarse by design: for when
+    no config is at hand."""
+    match = _PARAMS_IN_NAME.search(os.path.basename(str(name).rstrip("/")))
+    if match is None:
+        return None
+    params_b = float(match.group(2)) * (int(match.group(1)) if match.group(1) else 1)
+    per_param = 0.55 if _FOUR_BIT.search(name) else 1.0 if _EIGHT_BIT.search(name) else 2.0
+    return params_b * 1e9 * per_param / 2**30
+
+
 def _tp_floor_from_name(ctx) -> int | None:
     """The least TP whose share of the weights fits one GPU, sized from the parameter count
     in the model's name when no config is at hand (None when the name or the GPU memory
     says nothing). Deliberately coarse: it only decides on which side of the current TP
     a divisor of the heads must lie, never the KV budget."""
     cmd, gpu = ctx.inputs.command, ctx.gpu
-    name = getattr(cmd, "model", None) or ""
-    match = _PARAMS_IN_NAME.search(os.path.basename(str(name).rstrip("/")))
-    if match is None or gpu is None or not gpu.usable_gib:
+    weights_gib = weights_gib_from_name(getattr(cmd, "model", None) or "")
+    if weights_gib is None or gpu is None or not gpu.usable_gib:
         return None
-    params_b = float(match.group(2)) * (int(match.group(1)) if match.group(1) else 1)
-    per_param = 0.55 if _FOUR_BIT.search(name) else 1.0 if _EIGHT_BIT.search(name) else 2.0
-    weights_gib = params_b * 1e9 * per_param / 2**30
     budget = gpu.min_usable_gib * (ctx.knobs.gpu_memory_utilization or 0.9)
     return max(1, math.ceil(weights_gib / budget)) if budget > 0 else None
 

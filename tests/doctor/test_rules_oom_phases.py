@@ -47,3 +47,26 @@ def test_small_foreign_processes_are_not_the_cause_but_large_ones_are():
     big = OOM_21.replace("Process 3149588 has 250.00 MiB", "Process 3149588 has 9.50 GiB")
     found = diagnose(DoctorInputs(log=FORWARD_V027 + big))
     assert any(f.id == "cuda-oom-foreign-process" for f in found.findings)
+
+
+def test_a_bare_oom_follows_the_tables_oom_order():
+    """Nothing around the OOM line says where it happened: the five-step table's order for
+    a CUDA OOM (lower utilization, eager, fewer batched tokens), never more GPUs on a guess."""
+    top = _top(OOM_21, ["vllm", "serve", "some-org/some-model"])
+    assert top.id == "cuda-oom-unknown" and top.step == 4
+    turns = [(a.knob, a.direction) for a in top.actions]
+    assert turns[0] == ("gpu_memory_utilization", "lower")
+    assert ("enforce_eager", "set") in turns
+    assert not any(knob == "tensor_parallel_size" for knob, _ in turns)
+
+
+def test_a_bare_oom_with_weights_larger_than_the_gpu_raises_tp():
+    """The name carries 72B (~134 GiB at 16 bits) and the OOM names an 80 GiB GPU: at TP 1
+    the weights alone cannot fit, so step 1 answers, whatever the phase."""
+    oom = OOM_21.replace("23.64 GiB", "79.33 GiB")
+    top = _top(oom, ["vllm", "serve", "Qwen/Qwen1.5-72B-Chat"])
+    assert top.id == "cuda-oom-weights" and top.step == 1
+    assert (top.actions[0].knob, top.actions[0].direction) == ("tensor_parallel_size", "raise")
+    # at TP 2 the share (~67 GiB) is below the GPU: not the weights
+    top = _top(oom, ["vllm", "serve", "Qwen/Qwen1.5-72B-Chat", "-tp", "2"])
+    assert top.id != "cuda-oom-weights"
