@@ -145,7 +145,7 @@ _RATIO_BREAKERS = {"model", "distribution", "endpoint"}
 _LOG_PREFIX = re.compile(
     r"^(\(\w+ pid=\d+\) )?(ERROR|WARNING|INFO|DEBUG) [\d-]+ [\d:]+ \[[^\]]*\] "
 )
-_LINK = re.compile(r"GPU\d+-GPU\d+ (\S+)")
+_LINK = re.compile(r"GPU\d+-GPU\d+ ([^\s,]+)")  # the journal joins pairs with ", "
 
 
 def _operating_step(steps: Sequence[Mapping], knee: Mapping) -> Mapping | None:

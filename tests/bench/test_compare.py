@@ -209,3 +209,18 @@ def test_clamped_distribution_is_not_the_same_traffic() -> None:
         ]
     )
     assert "different request distribution" in rows[1].notes[0]
+
+
+def test_topology_of_several_pairs_reads_as_its_link_classes() -> None:
+    # the supervisor journals every pair, joined with ", " (a TP=2 sweep row printed
+    # "TP=2 (NV18,/NV18)")
+    fleet = _fleet()
+    fleet[1] = _record(
+        "tp2nv",
+        ["--tensor-parallel-size", "2"],
+        _bench([150, 300, 600, 1200], 0.006),
+        2,
+        "GPU0-GPU1 NV18, GPU0-GPU2 NV18, GPU1-GPU2 SYS",
+    )
+    text = render_comparison(compare_runs(fleet))
+    assert "TP=2 (NV18/SYS)" in text and "NV18," not in text
