@@ -129,7 +129,11 @@ async def _once(source, direct: bool, interval: float) -> FleetSnapshot:
         await source.aclose()
 
 
-def _readable(snap: FleetSnapshot) -> bool:
+def _readable(snap: FleetSnapshot, direct: bool) -> bool:
+    """Something was read: Prometheus answered with servers, or (scraping directly) at
+    least one server answered; every --url down is nothing read, as `attach` says."""
+    if direct:
+        return any(s.state in ("up", "metrics_off") for s in snap.servers)
     return bool(snap.servers)
 
 
@@ -154,8 +158,10 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(snapshot_to_csv(snap))
         else:
             sys.stdout.write(render_text(snap))
-        if not _readable(snap):
-            why = "; ".join(snap.warnings) or "no vLLM series found"
+        if not _readable(snap, direct):
+            why = "; ".join(snap.warnings) or (
+                "no server answered" if direct else "no vLLM series found"
+            )
             print(f"headroom fleet: no server read from {snap.source}: {why}", file=sys.stderr)
             return 1
         return 0
