@@ -267,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     python = sys.executable
+    loads = [os.getloadavg()[0]]  # printed beside the figures: CPU shares depend on it
     with tempfile.TemporaryDirectory(prefix="headroom-overhead-") as tmp:
         stack = contextlib.ExitStack()
         with stack:
@@ -290,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.warmup,
                 tty=True,
             )
+            loads.append(os.getloadavg()[0])
             base_cpu, base_rss, _ = run_measured(
                 [python, "-c", BASELINE, url, str(args.interval)],
                 env,
@@ -297,7 +299,12 @@ def main(argv: list[str] | None = None) -> int:
                 args.warmup,
                 tty=False,
             )
+    loads.append(os.getloadavg()[0])
     ok = app_cpu < 2.0 and app_rss < 120
+    print(
+        f"load average (1 min) {min(loads):.2f}-{max(loads):.2f} on {os.cpu_count()} CPUs "
+        "(start, after the app, after the baseline)"
+    )
     print(
         f"app: cpu {app_cpu:.2f}% of one core, peak RSS {app_rss:.1f} MB "
         f"({'within' if ok else 'OVER'} goal <2% and <120 MB)"
