@@ -55,6 +55,10 @@ class HeadroomApp(ProbeLoops, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "Headroom"
     MODES = make_modes()  # type: ignore[assignment]  # Textual's own type is wider (str too)
+    # Start in the dashboard's mode: without it Textual first builds and mounts a blank
+    # default screen, then on_mount's switch_mode builds the dashboard and refreshes the CSS
+    # of the whole app once more, all before the first frame (benchmarks/startup.py).
+    DEFAULT_MODE = "dashboard"
     BINDINGS = [
         *[
             Binding(str(number), f"show('{mode}')", title, show=False)
@@ -95,7 +99,7 @@ class HeadroomApp(ProbeLoops, App[int]):
         # Table cells carry colours resolved from the theme: redraw them when it changes.
         self.theme_changed_signal.subscribe(self, lambda _theme: self._redraw("theme"))
         self.sources.on_supervisor_event(self._supervisor_event)
-        self.switch_mode(self._start_screen)
+        self.switch_mode(self._start_screen)  # nothing to do when it is DEFAULT_MODE
         if self.sources.stop_on_exit:
             # A closed terminal or SSH session (SIGHUP) must still stop the server the demo
             # launched: exit through on_unmount, which closes the sources (seen: an orphaned
