@@ -11,23 +11,32 @@ from dataclasses import replace
 from headroom.doctor import actions as A
 from headroom.doctor.candidates import fix_actions
 from headroom.doctor.findings import Action, Finding
-from headroom.doctor.memory_model import account
+from headroom.doctor.memory_model import account, heads_valid
 
 
 def heads_not_divisible(ctx) -> list[Finding]:
     events = ctx.of("heads_not_divisible", "kv_heads_not_divisible")
-    if not events:
+    if events:
+        event = events[0]
+        found = event.fields  # heads_not_divisible: heads, tp (the KV-heads event has none)
+        nums = (found["heads"], found["tp"]) if "heads" in found and "tp" in found else None
+        if nums is None and found.get("numerator") and found.get("denominator"):
+            # vLLM's divide() assertion (vllm/distributed/utils.py): "12 is not divisible by
+            # 8", a head count over the TP size; the command line's TP wins when it names one.
+            tp_given = ctx.knobs.tp if ctx.knobs.tp > 1 else int(found["denominator"])
+            nums = (int(found["numerator"]), tp_given)
+        evidence = [event.line.strip()]
+    elif ctx.model is not None and not heads_valid(ctx.model, ctx.knobs.tp):
+        # No log yet: the command line alone would be refused at start-up (a check before
+        # launch must not exit 0 beside a failed step 2).
+        nums = (ctx.model.num_attention_heads, ctx.knobs.tp)
+        evidence = [
+            f"TP {ctx.knobs.tp} does not divide {ctx.model.num_attention_heads} heads and "
+            f"{ctx.model.num_kv_heads} KV heads: vLLM refuses this command line at start-up"
+        ]
+    else:
         return []
-    event = events[0]
-    found = event.fields  # heads_not_divisible: heads, tp (the KV-heads event has no heads)
-    nums = (found["heads"], found["tp"]) if "heads" in found and "tp" in found else None
-    if nums is None and found.get("numerator") and found.get("denominator"):
-        # vLLM's divide() assertion (vllm/distributed/utils.py): "12 is not divisible by 8",
-        # a head count over the TP size; the command line's TP wins when it names one.
-        tp_given = ctx.knobs.tp if ctx.knobs.tp > 1 else int(found["denominator"])
-        nums = (int(found["numerator"]), tp_given)
     tp = nums[1] if nums else ctx.knobs.tp
-    evidence = [event.line.strip()]
     if ctx.model is not None:
         evidence.append(
             f"{ctx.model.num_attention_heads} attention heads, {ctx.model.num_kv_heads} KV heads; "
