@@ -48,7 +48,10 @@ from headroom.vllm_cmd import CommandLineError, parse_command
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="headroom sweep",
+        usage="headroom sweep MODEL [options] [-- VLLM FLAGS]",
         description="Run each configuration under the same load and fill one table.",
+        epilog="Everything after -- is the vLLM flags every --try starts from "
+        "(e.g. -- --max-model-len 8192).",
     )
     # dest differs from the bench's --model (the served name requests ask for)
     p.add_argument("model_path", metavar="MODEL", help="the model, as vllm serve takes it")
