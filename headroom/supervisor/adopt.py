@@ -25,6 +25,33 @@ class AdoptError(RuntimeError):
     """The state file points at a server that cannot be re-adopted, with the reason."""
 
 
+def group_is_the_servers(pid: int, pgid: int) -> bool:
+    """Does process group `pgid` hold only `pid` and its descendants (a server started in a
+    group of its own: by Headroom, by an interactive shell's job control, by systemd)?"""
+    try:
+        tree = {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    except psutil.Error:
+        return False
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.pid not in tree:
+                return False
+        except OSError:
+            continue
+    return True
+
+
+def group_to_stop(pid: int) -> int:
+    """The process group a stop of server `pid` signals; `pid` itself (not a group leader: the
+    server and what it started are signalled one by one) when its group is ours, or is shared
+    with other programs (servers started side by side by one script share its group: stopping
+    one took the others down). Raises OSError when the process is gone."""
+    pgid = os.getpgid(pid)
+    if pgid == os.getpgid(0) or not group_is_the_servers(pid, pgid):
+        return pid
+    return pgid
+
+
 def adopt(
     record: ServerRecord,
     settings: SupervisorSettings | None = None,
@@ -110,11 +137,9 @@ def adopt_unmanaged(
             "user's server cannot be stopped from here; restart it with its own tools)"
         )
     try:
-        pgid = os.getpgid(pid)
+        pgid = group_to_stop(pid)
     except OSError as exc:
         raise AdoptError(f"cannot read the process group of pid {pid}: {exc}") from exc
-    if pgid == os.getpgid(0):
-        pgid = pid  # never signal our own group: fall back to the server process itself
     process = ManagedProcess.adopt(pid, pgid, process_create_time(pid))
     if process is None:
         raise AdoptError(f"pid {pid} on port {sup.port} exited meanwhile")

@@ -153,6 +153,15 @@ class ManagedProcess:
         return live
 
     def signal_group(self, sig: int) -> None:
+        if self.pgid == self.pid and self.popen is None and not _leads_its_group(self.pid):
+            # an adopted server that shares its group with other programs (adopt.py): the
+            # server and what it started, one by one, never the group
+            for member in self.members():
+                try:
+                    member.send_signal(sig)
+                except Exception:  # noqa: BLE001 - psutil.Error, gone meanwhile
+                    continue
+            return
         try:
             os.killpg(self.pgid, sig)
         except ProcessLookupError:
@@ -228,3 +237,10 @@ def process_create_time(pid: int) -> float | None:
         return psutil.Process(pid).create_time()
     except psutil.Error:
         return None
+
+
+def _leads_its_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except OSError:
+        return False
