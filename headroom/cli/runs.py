@@ -35,6 +35,9 @@ def main(argv: list[str]) -> int:
     from headroom.supervisor.journal import Journal, JournalWarning
 
     journal = Journal(Path(args.journal) if args.journal else None)
+    if args.journal and not journal.path.is_file():  # a path typed wrong is no empty journal
+        print(f"headroom runs: no journal file at {journal.path}", file=sys.stderr)
+        return 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JournalWarning)
         try:
@@ -44,6 +47,7 @@ def main(argv: list[str]) -> int:
             return 1
     for why in journal.skipped:
         print(f"headroom runs: warning: {safe_text(why)}", file=sys.stderr)
+    in_all = len(records)
     if args.model:
         records = [r for r in records if r.model == args.model]
     records.sort(key=lambda r: r.time if isinstance(r.time, int | float) else 0)
@@ -66,6 +70,8 @@ def main(argv: list[str]) -> int:
         out = bench_compare.comparison_markdown(rows)
     else:
         empty = "no runs in the journal yet (headroom serve records each run)"
+        if in_all and args.model:
+            empty = f"no runs of model {args.model!r} among the journal's {in_all} runs"
         out = bench_compare.render_comparison(rows, empty=empty)
     try:
         if not args.json:  # JSON escapes control characters itself

@@ -194,6 +194,17 @@ def test_empty_journal(tmp_path, monkeypatch, capsys):
     assert "no runs" in capsys.readouterr().out
 
 
+def test_a_model_filter_that_matches_nothing_says_so(journal, capsys):
+    assert main(["--model", "no/such-model"]) == 0
+    out = capsys.readouterr().out
+    assert "no runs of model 'no/such-model'" in out and "yet" not in out
+
+
+def test_a_journal_path_that_does_not_exist_is_bad_input(tmp_path, capsys):
+    assert main(["--journal", str(tmp_path / "typo.jsonl")]) == 2
+    assert "no journal file at" in capsys.readouterr().err
+
+
 JUNK = st.one_of(
     st.none(),
     st.integers(),
