@@ -8,6 +8,7 @@ subcommand whose module fails to import still leaves the others working.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from headroom import __version__
@@ -64,4 +65,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"headroom: the {name!r} command is not available in this build", file=sys.stderr)
         return 2
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    except BrokenPipeError:
+        # `headroom model M --json | head`: the reader left; say nothing more (Python would
+        # print a traceback, and again at exit while flushing stdout)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command the pipe cut short
