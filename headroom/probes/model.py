@@ -198,7 +198,10 @@ def load_model_shape(path_or_name: str, env: Mapping[str, str] | None = None) ->
     """
     given = Path(path_or_name).expanduser()
     if given.is_file():
-        config_path, source, name = given, "local", given.parent.name or str(given)
+        # a model's own config.json is named by its directory; a config saved under another
+        # name (qwen3-8b.json in a folder of configs) by that name
+        named = given.parent.name if given.name == "config.json" else given.stem
+        config_path, source, name = given, "local", named or str(given)
     elif given.is_dir():
         config_path, source, name = given / "config.json", "local", given.name
         if not config_path.is_file():

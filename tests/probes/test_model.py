@@ -91,6 +91,9 @@ def test_config_json_path_and_defaults(tmp_path) -> None:
     shape = load_model_shape(str(tmp_path / "config.json"))
     assert shape.num_kv_heads == 12 and shape.head_dim == 64  # defaults: heads, hidden/heads
     assert shape.dtype == "float16" and shape.param_count is None and shape.weights_complete is None
+    assert shape.name == tmp_path.name  # a model's config.json: named by its directory
+    (tmp_path / "qwen3-8b.json").write_text(json.dumps(cfg))
+    assert load_model_shape(str(tmp_path / "qwen3-8b.json")).name == "qwen3-8b"  # by the file
 
 
 def test_sharded_checkpoint_sums_every_shard_and_notices_missing_ones(tmp_path) -> None:
