@@ -234,6 +234,8 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
 
         gpus = NvmlProbe().read()
         host = read_host()
+        if not gpus.available:  # asked for, and not there: say why rather than nothing
+            lacking.append(f"NVML (--nvml): {gpus.reason or 'unavailable'}")
     return DoctorInputs(
         command=command,
         log=log,
