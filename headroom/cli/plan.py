@@ -93,7 +93,13 @@ def render_text(p, bringups: tuple = ()) -> str:
     out += [f"note: {n}" for n in p.notes]
     out += [
         "",
-        ("Evaluated" if p.evaluated_command else "Recommended") + " command:",
+        (
+            "Evaluated command:"
+            if p.evaluated_command
+            else "Recommended command:"
+            if p.fits
+            else "Closest command (it does not fit: see the notes):"
+        ),
         "  " + " ".join(p.command),
     ]
     if bringups:

@@ -254,8 +254,9 @@ def _steps(
     if lower is None and fits and pp > 1:
         s1 = ("ok", f"{lower_why}, so TP {tp} x PP {pp}: weights {acc.weights_gib:.2f} GiB per GPU")
     else:
+        # weights above the whole budget cannot load at any context: that is a failure
         s1 = (
-            "ok" if lower is not None else "warn",
+            "ok" if lower is not None else "fail" if acc.weights_gib > acc.budget_gib else "warn",
             f"{lower_why}; weights {acc.weights_gib:.2f} GiB per GPU",
         )
     s2 = ("ok" if heads_valid(model, tp) else "fail", upper_why)

@@ -125,3 +125,19 @@ def test_slow_links_keep_tp_small_and_use_pp(capsys):
     assert doc["tp_upper_bound"] == 2 and "topology" in doc["tp_upper_reason"]
     assert (doc["tensor_parallel_size"], doc["pipeline_parallel_size"]) == (2, 4)
     assert doc["steps"][2]["status"] == "ok"
+
+
+def test_weights_larger_than_the_gpu_fail_step_1_and_the_line_is_not_recommended(capsys):
+    code = plan.main(["meta-llama/Llama-3.1-405B-Instruct", "--gpus", "1xRTX4090"])
+    out, _ = capsys.readouterr()
+    assert code == 1
+    assert "FAIL 1." in out  # 756 GiB of weights on a 24 GiB GPU: no context loads it
+    assert "Recommended command" not in out and "Closest command (it does not fit" in out
+    code, doc = run_json(capsys, "meta-llama/Llama-3.1-405B-Instruct", "--gpus", "1xRTX4090")
+    assert code == 1 and doc["steps"][0]["status"] == "fail" and not doc["fits"]
+
+
+def test_a_plan_that_fits_is_recommended(capsys):
+    assert plan.main(["meta-llama/Llama-3.1-8B-Instruct", "--gpus", "1xH100"]) == 0
+    out, _ = capsys.readouterr()
+    assert "Recommended command:" in out and "FAIL" not in out
