@@ -9,7 +9,8 @@ kept only when it passes every step:
   step 1 + 4: weights + activation + graphs + the wanted KV fit per GPU, by the memory model
   for the vLLM release in use.
 Feasible candidates are ranked by the mitigation order (free knobs first, hardware last) and
-then by what each gives up; the best one becomes the finding's actions, one knob at a time.
+then by what each gives up; the best one becomes the finding's actions, one knob at a time
+(candidate_actions.py).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from headroom.doctor.estimate_error import fit_range
-from headroom.doctor.findings import Action
 from headroom.doctor.memory_model import (
     GIB,
     Knobs,
@@ -58,7 +57,8 @@ COST = {
     "pipeline_parallel_size": "more GPUs and a longer path per token: bubbles at low load",
     "quantization": "a different (quantized) checkpoint: some quality loss",
 }
-_FIELD = {
+# An engine argument (as in Action.knob) -> the Knobs field it sets.
+KNOB_FIELD = {
     "tensor_parallel_size": "tp",
     "pipeline_parallel_size": "pp",
     "gpu_memory_utilization": "gpu_memory_utilization",
@@ -93,7 +93,7 @@ class Candidate:
 
 def apply(knobs: Knobs, changes) -> Knobs:
     """Knobs with engine-arg changes applied (names as in Action.knob); unknown names ignored."""
-    fields = {_FIELD[k]: v for k, v in dict(changes).items() if k in _FIELD}
+    fields = {KNOB_FIELD[k]: v for k, v in dict(changes).items() if k in KNOB_FIELD}
     return replace(knobs, **fields) if fields else knobs
 
 
@@ -297,7 +297,7 @@ def _with_budget(model, gpu, knobs, base, version, util0, per_node, nodes, want,
 
 def _changes(base: Knobs, k: Knobs, util0: float) -> tuple[tuple[str, object], ...]:
     out: list[tuple[str, object]] = []
-    for name, field in _FIELD.items():
+    for name, field in KNOB_FIELD.items():
         before, after = getattr(base, field), getattr(k, field)
         if name == "gpu_memory_utilization":
             before = before or util0
@@ -359,132 +359,3 @@ def what_would_fit(
         if fix is not None:
             out.append(f"{name} at TP {fix.knobs.tp} on these GPUs")
     return out
-
-
-_HARDWARE = ("tensor_parallel_size", "pipeline_parallel_size", "quantization")
-
-
-def action_problems(ctx, action) -> str | None:
-    """Why applying `action` (with its coupled knobs) to the running configuration fails a
-    step the configuration passed before, or (for TP, PP and quantized weights: hardware
-    changes) still leaves no room for the KV cache; None when the memory model allows it.
-    Advice without a value is not checked. (Quantization for memory is never generated for a
-    checkpoint that already is quantized: search() and the OOM rule leave it out; a rule may
-    still advise another checkpoint when the GPU cannot run this one's scheme.)"""
-    if action.value is None or action.knob not in _FIELD:
-        return None
-    changes = {action.knob: action.value, **dict(action.also)}
-    try:
-        after_knobs = apply(ctx.knobs, changes)
-        before, _ = problems(ctx.model, ctx.gpu, ctx.knobs, ctx.version, nodes=ctx.nodes)
-        after, _ = problems(ctx.model, ctx.gpu, after_knobs, ctx.version, nodes=ctx.nodes)
-    except (ArithmeticError, TypeError, ValueError):
-        return None
-    had = {p.code for p in before}
-    # Layout problems (heads, node, GPUs, layers) must not appear; memory may only get
-    # better (no KV at all > one request does not fit > the wanted tokens do not fit): a
-    # step-4 change that goes part of the way is one knob of a fix, not a break.
-    new = [p for p in after if p.code not in had and p.code not in MEMORY_CODES]
-    worse = _memory_level(after) > _memory_level(before)
-    if worse or (action.knob in _HARDWARE and _memory_level(after) >= 3):
-        new += [p for p in after if p.code in MEMORY_CODES]
-    return "; ".join(p.text for p in new) or None
-
-
-def _memory_level(found) -> int:
-    levels = {"no-kv": 3, "one-request": 2, "wanted": 1}
-    return max((levels.get(p.code, 0) for p in found), default=0)
-
-
-def _direction(before, after) -> str:
-    if isinstance(after, bool) or isinstance(after, str) or before is None:
-        return "set"
-    try:
-        return "raise" if after > before else "lower"
-    except TypeError:
-        return "set"
-
-
-def _current(ctx_knobs: Knobs, name: str, util0: float, model=None):
-    value = getattr(ctx_knobs, _FIELD[name])
-    if value is None and name == "gpu_memory_utilization":
-        return util0
-    if value is None and name == "max_model_len" and model is not None:
-        return model.max_position_embeddings  # vLLM's default: the model's own limit
-    return value
-
-
-def summary(acc: MemoryAccount, wanted: int | None = None) -> str:
-    """One line of arithmetic for a checked configuration."""
-    graphs = f" + graphs {acc.cudagraph_gib:.2f}" if acc.cudagraph_in_budget else ""
-    need = wanted or acc.max_model_len
-    return (
-        f"checked (vLLM {acc.version} rules): TP {acc.tp} x PP {acc.pp}, budget "
-        f"{acc.budget_gib:.2f} GiB per GPU - weights {acc.weights_gib:.2f} - activation "
-        f"{acc.activation_gib:.2f} - overhead {acc.overhead_gib:.2f}{graphs} = KV "
-        f"{acc.kv_cache_gib:.2f} GiB = {acc.usable_tokens:,} usable tokens >= {need:,}"
-    )
-
-
-def fix_actions(
-    ctx, why: str, *, want_tokens: int | None = None, allow=None, step=None, margin=False
-):
-    """(actions, evidence) for the best feasible candidate: one action per knob it changes,
-    in the mitigation order, each carrying the knobs it cannot go without (`also`); or, when
-    nothing fits these GPUs, advice naming what would. ([], []) without model and GPUs.
-    `margin`: a cut of max_model_len goes to the low end of the estimate's range (its
-    measured error, planner.fit_range), and says so."""
-    model, gpu = ctx.model, ctx.gpu
-    if model is None or gpu is None:
-        return [], []
-    base = ctx.knobs
-    best = best_fix(model, gpu, base, ctx.version, nodes=ctx.nodes, want_tokens=want_tokens,
-                    allow=allow)  # fmt: skip
-    if best is None:
-        options = what_would_fit(model, gpu, base, ctx.version, want_tokens=want_tokens)
-        evidence = [f"no configuration of these {gpu.count} GPU(s) passes every step"]
-        actions = []
-        if options:
-            evidence.append("would fit: " + "; ".join(options))
-        for line in options:
-            knob = ("tensor_parallel_size" if "GPUs of this kind" in line else
-                    "kv_cache_dtype" if "fp8 KV" in line else "quantization")  # fmt: skip
-            direction = "raise" if knob == "tensor_parallel_size" else "set"
-            actions.append(Action(knob, direction, None, f"{why}: {line}", COST[knob]))
-        return actions, evidence
-    if not best.changes:
-        return [], []
-    util0 = ctx.utilization
-    actions = []
-    # The decisive change first (the costliest: without it nothing else helps), the cheaper
-    # companions after it; each names what it cannot go without.
-    changes = dict(best.changes)
-    notes = [summary(best.account, want_tokens)]
-    if margin and "max_model_len" in changes:
-        low, high, reasons = fit_range(model, gpu, best.knobs, ctx.version, best.account)
-        cut = int(str(changes["max_model_len"]))
-        safe = max(min(low, cut) // 16 * 16, 16)
-        if safe < cut:
-            notes.append(
-                f"max_model_len {safe:,}: the low end of the fit's range {low:,} - {high:,} "
-                f"(estimated fit {cut:,}; {'; '.join(reasons)})"
-            )
-            changes["max_model_len"] = safe
-    for name, value in sorted(changes.items(), key=lambda c: -TIER[c[0]]):
-        others = tuple((k, v) for k, v in changes.items() if k != name)
-        alone, _ = problems(model, gpu, apply(base, {name: value}), ctx.version, nodes=ctx.nodes,
-                            want_tokens=want_tokens)  # fmt: skip
-        also = others if alone else ()
-        before = _current(base, name, util0, model)
-        actions.append(
-            Action(
-                name,
-                _direction(before, value),
-                value,
-                why,
-                COST[name],
-                also=also,
-                step=step if name == "tensor_parallel_size" else None,
-            )  # fmt: skip
-        )
-    return actions, notes

@@ -12,7 +12,8 @@ import re
 from collections.abc import Mapping
 
 from headroom.doctor import actions as A
-from headroom.doctor.candidates import fix_actions, is_quantized
+from headroom.doctor.candidate_actions import fix_actions
+from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.rules_parallel import weights_gib_from_name

@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 
 from headroom.doctor import actions as A
-from headroom.doctor.candidates import fix_actions
+from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import account, heads_valid
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headroom.doctor import actions as A
-from headroom.doctor.candidates import fix_actions
+from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.estimate_error import fit_range
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.log_memory import available_kv_from_log

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from headroom.doctor.candidates import action_problems
+from headroom.doctor.candidate_actions import action_problems
 from headroom.doctor.findings import STEP_NAMES, Action, Finding, StepStatus, finding_step
 from headroom.doctor.memory_model import heads_valid
 from headroom.doctor.rules_parallel import gpus_per_node
