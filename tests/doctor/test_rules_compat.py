@@ -1,5 +1,6 @@
-"""Start-up refusals one engine argument answers (headroom/doctor/rules_compat.py), fed the
-texts vLLM printed in public threads (tests/fixtures/incidents has the threads)."""
+"""Start-up refusals one engine argument answers (headroom/doctor/rules_compat.py and
+rules_lengths.py), fed the texts vLLM printed in public threads (tests/fixtures/incidents has
+the threads)."""
 
 from __future__ import annotations
 

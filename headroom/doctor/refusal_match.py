@@ -1,0 +1,42 @@
+"""A refusal's numbers in the log, for the rules that read one: the log reader's event of
+the catalog's kind (headroom/probes/vllm_catalog), or a pattern on the raw lines, one at a
+time and then joined (a message a terminal or a paste wrapped over lines). Both give the
+fields under the catalog's names, so a rule gets the same numbers by either path.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def first_match(ctx, pattern: re.Pattern[str]) -> tuple[dict, str] | None:
+    """The pattern's groups and the line, on the raw lines (one at a time, then joined)."""
+    for line in ctx.raw_lines:
+        match = pattern.search(line)
+        if match:
+            return match_groups(match), line.strip()
+    # A message wrapped over lines by a terminal or a pasted block: read the lines joined.
+    joined = " ".join(line.strip() for line in ctx.raw_lines[-400:])
+    match = pattern.search(joined)
+    if match:
+        return match_groups(match), joined[max(match.start() - 40, 0) : match.end() + 40]
+    return None
+
+
+def match_groups(match: re.Match[str]) -> dict:
+    out: dict = {"pattern": match.re}
+    for name, value in match.groupdict().items():
+        if value is not None:
+            out[name] = int(value) if value.isdigit() else value
+    return out
+
+
+def catalog_event(ctx, kind: str, *signatures: str, needs: tuple[str, ...] = ()):
+    """The fields and line of the first event of the catalog's `kind` (from `signatures`)
+    that carries every field in `needs`."""
+    for event in ctx.of(kind):
+        if signatures and event.signature not in signatures:
+            continue
+        if all(event.fields.get(name) is not None for name in needs):
+            return dict(event.fields), event.line.strip()
+    return None
