@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from headroom.bench.compare import (
-    compare_runs,
+from headroom.bench.compare import compare_runs
+from headroom.bench.compare_table import (
     comparison_markdown,
     comparison_to_json,
     render_comparison,

@@ -31,6 +31,7 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
 
     from headroom.bench import compare as bench_compare
+    from headroom.bench import compare_table
     from headroom.probes.safe_text import safe_text
     from headroom.supervisor.journal import Journal, JournalWarning
 
@@ -55,24 +56,24 @@ def main(argv: list[str]) -> int:
         records = records[-args.last :]
     rows = bench_compare.compare_runs(records, benched_only=False)
     if args.csv:
-        out = bench_compare.comparison_csv(rows)
+        out = compare_table.comparison_csv(rows)
     elif args.json:
         by_id = {str(r.run_id): r for r in records}
         out = json.dumps(
             [
                 {"row": row, "record": by_id[str(row["run_id"])].to_json()}
-                for row in bench_compare.comparison_to_json(rows)
+                for row in compare_table.comparison_to_json(rows)
             ],
             indent=1,
             default=str,
         )
     elif args.markdown:
-        out = bench_compare.comparison_markdown(rows)
+        out = compare_table.comparison_markdown(rows)
     else:
         empty = "no runs in the journal yet (headroom serve records each run)"
         if in_all and args.model:
             empty = f"no runs of model {args.model!r} among the journal's {in_all} runs"
-        out = bench_compare.render_comparison(rows, empty=empty)
+        out = compare_table.render_comparison(rows, empty=empty)
     try:
         if not args.json:  # JSON escapes control characters itself
             out = safe_text(out, multiline=True)  # models, reasons: the journal is editable

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from headroom.bench.compare import (
-    compare_runs,
+from headroom.bench.compare import compare_runs
+from headroom.bench.compare_table import (
     comparison_cells,
     comparison_to_json,
     render_comparison,

@@ -24,7 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from headroom.bench.compare import compare_runs, render_comparison
+from headroom.bench.compare import compare_runs
+from headroom.bench.compare_table import render_comparison
 from headroom.bench.ramp import BenchConfig, BenchResult, run_bench
 from headroom.bench.workload import load_jsonl_distribution
 from headroom.supervisor.journal import Journal, RunRecord

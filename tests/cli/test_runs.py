@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headroom.bench import compare as bench_compare
+from headroom.bench import compare_table
 from headroom.cli.runs import main
 from headroom.supervisor.journal import Journal, RunRecord
 
@@ -226,9 +227,9 @@ def test_records_from_other_versions_never_break_the_table(data):
     rows = bench_compare.compare_runs(records, benched_only=False)
     assert len(rows) == len(records)
     for render in (
-        bench_compare.render_comparison,
-        bench_compare.comparison_csv,
-        bench_compare.comparison_markdown,
+        compare_table.render_comparison,
+        compare_table.comparison_csv,
+        compare_table.comparison_markdown,
     ):
         assert isinstance(render(rows), str)
-    json.dumps(bench_compare.comparison_to_json(rows))
+    json.dumps(compare_table.comparison_to_json(rows))
