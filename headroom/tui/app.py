@@ -32,6 +32,7 @@ from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.states import SupervisorEvent
 from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
 from headroom.tui import messages as msg
+from headroom.tui.live_sources import LiveSources
 from headroom.tui.log_classes import LogEntry
 from headroom.tui.modes import make_modes
 from headroom.tui.probe_loops import ProbeLoops
@@ -41,7 +42,7 @@ from headroom.tui.screens.help import HelpScreen
 from headroom.tui.screens.logs import LogsScreen
 from headroom.tui.screens.quit import QuitDialog
 from headroom.tui.screens.restart import RestartDialog, restart_plan
-from headroom.tui.sources import DataSources, LiveSources
+from headroom.tui.sources import DataSources
 from headroom.tui.store import Store
 from headroom.tui.supervised import SupervisedServer
 

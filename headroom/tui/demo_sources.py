@@ -17,7 +17,8 @@ from headroom.probes.nvml_types import GpuSnapshot
 from headroom.simulator.loadgen import run_load
 from headroom.simulator.scenario import Scenario
 from headroom.supervisor.states import SupervisorEvent
-from headroom.tui.sources import LiveSources, TopologyReading
+from headroom.tui.live_sources import LiveSources
+from headroom.tui.sources import TopologyReading
 from headroom.tui.supervised import EventListener, SupervisedServer
 
 DEMO_GPU_NOTE = "simulated GPUs appear once the simulator runs (the demo reads no real GPU)"

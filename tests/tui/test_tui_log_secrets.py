@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from headroom.tui.sources import LiveSources
+from headroom.tui.live_sources import LiveSources
 
 LINE = (
     "(APIServer pid=14960) INFO 11-29 11:24:58 [utils.py:253] non-default args: "

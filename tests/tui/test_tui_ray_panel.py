@@ -14,7 +14,7 @@ from headroom.doctor.rules_multinode import ray_cluster_findings
 from headroom.supervisor import Supervisor, SupervisorSettings
 from headroom.tui import messages as msg
 from headroom.tui.app import HeadroomApp
-from headroom.tui.sources import LiveSources
+from headroom.tui.live_sources import LiveSources
 from headroom.tui.store import RayReading
 from headroom.tui.widgets.ray_panel import RayPanel, node_rows, ray_panel_text
 from headroom.vllm_cmd import parse_command

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from tui_helpers import screen_text, settle
 
-from headroom.tui.sources import LiveSources, url_is_local
+from headroom.tui.live_sources import LiveSources
+from headroom.tui.sources import url_is_local
 
 
 @pytest.mark.parametrize(

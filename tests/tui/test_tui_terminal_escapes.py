@@ -28,7 +28,7 @@ def _evil_page() -> str:
 
 async def test_dashboard_status_bar_and_logs_screen(tmp_path) -> None:
     from headroom.tui.app import HeadroomApp
-    from headroom.tui.sources import LiveSources
+    from headroom.tui.live_sources import LiveSources
 
     log = tmp_path / "vllm.log"
     log.write_text(f"INFO 01-01 00:00:00 [api_server.py:1] hello {EVIL}\n")
