@@ -18,7 +18,7 @@ _EXPORTS = {
     "Supervisor": "headroom.supervisor.supervisor",
     "SupervisorSettings": "headroom.supervisor.settings",
     "RestartPreview": "headroom.supervisor.restart",
-    "PreflightError": "headroom.supervisor.supervisor",
+    "PreflightError": "headroom.supervisor.states",
     "Journal": "headroom.supervisor.journal",
     "RunRecord": "headroom.supervisor.journal",
 }

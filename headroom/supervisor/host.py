@@ -1,4 +1,4 @@
-"""What the supervisor's collaborators (watcher, ender, restarter) may use of the Supervisor.
+"""What the supervisor's collaborators (watcher, ender, restarter, starter) may use of the Supervisor.
 
 They are given the Supervisor itself, typed as this protocol, so that none of them imports
 supervisor.py (no import cycle) and each touches only the public surface named here.
@@ -7,6 +7,7 @@ supervisor.py (no import cycle) and each touches only the public surface named h
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Protocol
 
 from headroom.supervisor.gpus import GpuAccess
@@ -24,6 +25,8 @@ class SupervisorHost(Protocol):
     command: VllmCommand
     env: dict[str, str]
     template: str
+    launcher_name: str
+    data_dir: Path
     run: Run
     state: ServerState
     detached: bool
@@ -64,6 +67,8 @@ class SupervisorHost(Protocol):
     def ready_timeout(self) -> float: ...
 
     async def start(self, *, reason: str | None = None) -> None: ...
+
+    async def watch(self) -> None: ...
 
     async def stop(self, *, outcome: str | None = None) -> None: ...
 

@@ -3,6 +3,7 @@ changed knobs and roll back when the new configuration fails. asyncio, no Textua
 
 The Supervisor is the public face; the work is done by small collaborators with their own
 state, each given the Supervisor as a `host.SupervisorHost`:
+- starter.RunStarter: refuses, launches and journals a new run, binds a re-adopted one;
 - watcher.ProcessWatcher: the watch loop (log, process, /health, metrics, GPUs);
 - ending.RunEnder: stops the server and closes a run's books;
 - restarter.Restarter: restarts with changes, rollback, crash back-off;
@@ -16,41 +17,35 @@ The state is judged from the process and /health, never from a log line alone: v
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from headroom.supervisor import preflight as pf
 from headroom.supervisor.ending import RunEnder
 from headroom.supervisor.gpus import GpuAccess
-from headroom.supervisor.journal import Journal, new_run_id
+from headroom.supervisor.journal import Journal
 from headroom.supervisor.launcher import build_argv, flag_tokens
-from headroom.supervisor.log_scrub import LogScrubber
-from headroom.supervisor.log_tail import FileTail
 from headroom.supervisor.metrics_feed import MetricsFeed
-from headroom.supervisor.paths import logs_dir
-from headroom.supervisor.process import LaunchError, ManagedProcess
+from headroom.supervisor.process import ManagedProcess
 from headroom.supervisor.ray_watch import ClusterReader, RayWatch, make_probe
 from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.restarter import Restarter
-from headroom.supervisor.run_journal import RunJournal, prune_logs
+from headroom.supervisor.run_journal import RunJournal
 from headroom.supervisor.run_state import Run, RunView
-from headroom.supervisor.secret_store import redacted_parts, refusal
 from headroom.supervisor.settings import SupervisorSettings
+from headroom.supervisor.starter import RunStarter
 from headroom.supervisor.state_signal import StateSignal
 from headroom.supervisor.states import (
     RELEVANT_ENV,
     TERMINAL,
-    PreflightError,
     RestartOutcome,
     ServerState,
     SupervisorEvent,
 )
 from headroom.supervisor.watcher import ProcessWatcher
-from headroom.vllm_cmd import VllmCommand, redact_argv, redact_env, secret_values
+from headroom.vllm_cmd import VllmCommand, redact_env
 
 EventListener = Callable[[SupervisorEvent], None]
 
@@ -90,6 +85,7 @@ class Supervisor(RunView):
         self.records = RunJournal(self.journal, self.settings.state_dir, self._notice)
         self.metrics = MetricsFeed()
         self.watcher = ProcessWatcher(self)
+        self.starter = RunStarter(self, self.watcher)
         self.ender = RunEnder(self)
         self.restarter = Restarter(self)
         # Read only when the command uses --distributed-executor-backend ray.
@@ -103,8 +99,6 @@ class Supervisor(RunView):
         self._listeners: list[EventListener] = []
         self._log_listeners: list[Callable[[list[str]], None]] = []
         self._changed = StateSignal()
-        self._context_task: asyncio.Task[None] | None = None
-        self._next: dict[str, object] = {}
 
     # -- what the UI reads ------------------------------------------------------------
     @property
@@ -205,104 +199,11 @@ class Supervisor(RunView):
         changes: dict[str, object] | None = None,
     ) -> None:
         """Where the next start comes from (its journal record's trigger/parent/changes)."""
-        self._next = {"trigger": trigger, "parent_run_id": parent_run_id, "changes": changes}
+        self.starter.next_run(trigger=trigger, parent_run_id=parent_run_id, changes=changes)
 
     async def start(self, *, reason: str | None = None) -> None:
         """Preflight, launch, and start watching. Raises PreflightError / LaunchError."""
-        process = self.run.process
-        if self.adopted and not self.watcher.watching and process and process.alive():
-            await self.watch()  # re-adopted: it runs already, only the watching starts
-            return
-        if process is not None and process.alive():
-            raise RuntimeError(f"a server is already running (pid {process.pid})")
-        self.adopted = False
-        provenance, self._next = self._next, {}
-        # The previous process stays on record until the new one is spawned.
-        self.run = run = Run(log_ring=self.settings.log_ring, run_id=new_run_id(), process=process)
-        run.parent_run_id = provenance.get("parent_run_id")  # type: ignore[assignment]
-        run.changes = provenance.get("changes")  # type: ignore[assignment]
-        run.trigger = provenance.get("trigger")  # type: ignore[assignment]
-        run.trigger = reason or run.trigger
-        self.watcher.reset()
-        self.metrics.reset()
-        await self.ray.cancel()
-        argv = self.argv()
-        self._refuse_redacted(argv)
-        if self.settings.preflight:
-            await self._preflight()
-        run.log_path = log_path = logs_dir(self.data_dir) / f"{run.run_id}.log"
-        prune_logs(log_path.parent, keep=self.settings.keep_logs)
-        run.tail = FileTail(log_path)
-        run.secrets = tuple(secret_values(argv, self.child_env()))
-        run.scrubber = LogScrubber(log_path, run.secrets)
-        run.started_mono = run.last_progress = time.monotonic()
-        try:
-            run.process = ManagedProcess.spawn(argv, self.child_env(), log_path)
-        except Exception as exc:
-            run.failure_reason = str(exc)
-            self.set_state(ServerState.FAILED, str(exc))
-            raise
-        self.detached = False
-        pid = run.process.pid
-        self.set_state(ServerState.STARTING, f"launched pid {pid}")
-        shown = redact_argv(argv)
-        self.emit(
-            "launch",
-            f"started {' '.join(shown)} (pid {pid}, log {log_path})",
-            pid=pid,
-            argv=shown,
-            log_path=str(log_path),
-        )
-        # Journal and state file first, from what is known already; nothing here reads
-        # the model or the GPUs (a crafted model directory must not leave an orphan).
-        self._journal_launch(argv)
-        self.watcher.begin()
-        self.ray.begin()
-        self._context_task = asyncio.create_task(
-            self.records.add_context(run.run_id, self.command.model, self.gpus, self.child_env())
-        )
-
-    def _journal_launch(self, argv: list[str]) -> None:
-        self.records.record_launch(
-            self.run,
-            model=self.command.model,
-            argv=redact_argv(argv),
-            flags=redact_argv(flag_tokens(self.command)),
-            real_flags=flag_tokens(self.command),
-            env_overrides=self.env,
-            launcher=self.launcher_name,
-            template=self.template,
-            env=self.relevant_env(),
-            port=self.port,
-            url=self.url,
-        )
-
-    def _refuse_redacted(self, argv: list[str]) -> None:
-        """Never launch a redaction marker as if it were a value (`--api-key ***` would
-        make "***" the server's key): say what is missing instead."""
-        missing = redacted_parts(argv, self.env)
-        if missing:
-            self.run.failure_reason = why = refusal(missing)
-            self.set_state(ServerState.FAILED, why)
-            raise LaunchError(why)
-
-    async def _preflight(self) -> None:
-        problems = await pf.run_preflight(
-            self.command, self.port, self.child_env(), self.gpus, self.records.read_state
-        )
-        if self.ray.active:
-            cluster = await self.ray.preflight()
-            problems = pf.PreflightResult(
-                problems.failures + cluster.failures, problems.notes + cluster.notes
-            )
-        for note in problems.notes:
-            self.emit("notice", note)
-        for failure in problems.failures:
-            self.emit("preflight", failure, check=failure.split(" ", 1)[0])
-        if problems.failures:
-            self.run.failure_reason = "preflight: " + "; ".join(problems.failures)
-            self.set_state(ServerState.FAILED, self.run.failure_reason)
-            raise PreflightError(tuple(problems.failures))
+        await self.starter.start(reason=reason)
 
     def adopt_running(
         self,
@@ -314,17 +215,7 @@ class Supervisor(RunView):
     ) -> None:
         """Bind to a server that runs already (re-adoption); watch() or start() watches it.
         With a log path, the whole log is read again to rebuild the start-up facts."""
-        run = Run(log_ring=self.settings.log_ring, run_id=run_id, process=process)
-        run.log_path = log_path
-        run.tail = FileTail(log_path) if log_path is not None else None
-        run.secrets = tuple(secret_values(self.argv(), self.child_env()))
-        run.scrubber = LogScrubber(log_path, run.secrets) if log_path is not None else None
-        if started_at is not None:
-            run.started_mono = time.monotonic() - max(time.time() - started_at, 0.0)
-        run.last_progress = time.monotonic()
-        self.run = run
-        self.adopted = True
-        # STOPPED until watch() (or start(), which the TUI calls) begins watching it.
+        self.starter.adopt(process, run_id=run_id, log_path=log_path, started_at=started_at)
 
     def ready_timeout(self) -> float:
         """Seconds without log progress before a start counts as hung: the given value, else
