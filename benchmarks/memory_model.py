@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from headroom.doctor.gpu_spec import parse_gpu_spec  # noqa: E402
-from headroom.doctor.memory_model import GIB, Knobs, account, kv_bytes_per_token  # noqa: E402
+from headroom.doctor.memory_model import Knobs, account  # noqa: E402
+from headroom.doctor.model_bytes import GIB, kv_bytes_per_token  # noqa: E402
 from headroom.doctor.model_table import find_model  # noqa: E402
 from headroom.doctor.versions import is_v1, parse_version  # noqa: E402
 

@@ -11,7 +11,8 @@ import math
 
 from headroom.doctor.findings import Action
 from headroom.doctor.gpu_table import GPUS
-from headroom.doctor.memory_model import GIB, account, heads_valid, kv_bytes_per_token
+from headroom.doctor.memory_model import account, heads_valid
+from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 
 MAX_UTILIZATION = 0.95  # above this the CUDA context and graphs have no room left
 MARGIN = 0.01  # of the GPU, on top of a computed utilization: estimates err by ~0.8 GiB

@@ -18,14 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from headroom.doctor.memory_model import (
-    GIB,
-    Knobs,
-    MemoryAccount,
-    account,
-    heads_valid,
-    kv_bytes_per_token,
-)
+from headroom.doctor.memory_model import Knobs, MemoryAccount, account, heads_valid
+from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 from headroom.doctor.versions import default_utilization, effective_version
 
 MAX_UTILIZATION = 0.95  # above it the CUDA context and graphs have no room left

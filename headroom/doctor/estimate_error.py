@@ -7,7 +7,8 @@ reason said.
 
 from __future__ import annotations
 
-from headroom.doctor.memory_model import GIB, MemoryAccount, account
+from headroom.doctor.memory_model import MemoryAccount, account
+from headroom.doctor.model_bytes import GIB
 from headroom.doctor.versions import UNKNOWN_RELEASE_SPAN
 
 # How far the KV estimate is off, measured: benchmarks/memory_model.py against 11 real

@@ -22,13 +22,13 @@ from headroom.doctor.estimate_error import (
 )
 from headroom.doctor.gpu_spec import GpuSpec
 from headroom.doctor.memory_model import (
-    GIB,
     Knobs,
     MemoryAccount,
     account,
     heads_valid,
     knobs_from_command,
 )
+from headroom.doctor.model_bytes import GIB
 from headroom.doctor.versions import (
     default_utilization,
     effective_version,

@@ -21,7 +21,8 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.estimate_error import fit_range
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.log_memory import available_kv_from_log
-from headroom.doctor.memory_model import GIB, fit_len, kv_bytes_per_token
+from headroom.doctor.memory_model import fit_len
+from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 
 
 def _compact(actions) -> tuple[Action, ...]:

@@ -7,15 +7,8 @@ from dataclasses import replace
 import pytest
 
 from headroom.doctor.gpu_spec import parse_gpu_spec
-from headroom.doctor.memory_model import (
-    GIB,
-    Knobs,
-    account,
-    heads_valid,
-    kv_bytes_per_token,
-    weights_gib_per_gpu,
-    with_log_facts,
-)
+from headroom.doctor.memory_model import Knobs, account, heads_valid, with_log_facts
+from headroom.doctor.model_bytes import GIB, kv_bytes_per_token, weights_gib_per_gpu
 from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import batch_defaults, cudagraph_in_budget, default_utilization
 

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from headroom.doctor.gpu_spec import parse_gpu_spec
-from headroom.doctor.memory_model import GIB, Knobs, account, kv_bytes_per_token
+from headroom.doctor.memory_model import Knobs, account
+from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 from headroom.doctor.model_table import find_model
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from headroom.doctor.gpu_spec import parse_gpu_spec
-from headroom.doctor.memory_model import Knobs, account, weights_gib_per_gpu
+from headroom.doctor.memory_model import Knobs, account
+from headroom.doctor.model_bytes import weights_gib_per_gpu
 from headroom.doctor.model_table import find_model
 from headroom.doctor.planner import plan, plan_to_json
 from headroom.doctor.versions import (

@@ -34,7 +34,7 @@ import pytest
 
 from headroom.doctor import DoctorInputs, diagnose, parse_gpu_spec, plan_to_changes
 from headroom.doctor.memory_model import Knobs, account
-from headroom.doctor.memory_model import kv_bytes_per_token as doctor_bytes_per_token
+from headroom.doctor.model_bytes import kv_bytes_per_token as doctor_bytes_per_token
 from headroom.doctor.model_table import find_model
 from headroom.probes.model import shape_from_config
 from headroom.probes.vllm_log import digest_text
