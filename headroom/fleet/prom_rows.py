@@ -9,10 +9,10 @@ many `model_name` series share the endpoint, so it is counted once in the total.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from headroom.probes.metrics_build import finite_mean, finite_sum
 from headroom.probes.metrics_parse import label_float, label_int
 from headroom.probes.metrics_types import EngineMetrics, ServerMetrics
 from headroom.probes.metrics_window import Latency
@@ -153,17 +153,17 @@ def _row(
             label_float(lab, "gpu_memory_utilization") for lab in labels
         ),
         kv_cache_memory_bytes=_common(label_int(lab, "kv_cache_memory_bytes") for lab in labels),
-        requests_running=_sum(g.get("running") for g in gauges),
-        requests_waiting=_sum(g.get("waiting") for g in gauges),
-        preemptions_total=_sum(g.get("preemptions_total") for g in gauges),
-        preemptions_per_s=_sum(d.get("preemptions") for d in derived),
-        prompt_tokens_per_s=_sum(d.get("prompt_tokens") for d in derived),
-        generation_tokens_per_s=_sum(d.get("generation_tokens") for d in derived),
+        requests_running=finite_sum(g.get("running") for g in gauges),
+        requests_waiting=finite_sum(g.get("waiting") for g in gauges),
+        preemptions_total=finite_sum(g.get("preemptions_total") for g in gauges),
+        preemptions_per_s=finite_sum(d.get("preemptions") for d in derived),
+        prompt_tokens_per_s=finite_sum(d.get("prompt_tokens") for d in derived),
+        generation_tokens_per_s=finite_sum(d.get("generation_tokens") for d in derived),
         avg_request_tokens=avg_tokens,
         ttft=_latency(latency_source, "ttft"),
         itl=_latency(latency_source, "itl"),
         e2e=Latency.empty(),
-        finished_requests_per_s=_sum(d.get("finished") for d in derived),
+        finished_requests_per_s=finite_sum(d.get("finished") for d in derived),
     )
 
 
@@ -173,8 +173,8 @@ def _usage(gauges: list[dict[str, float]], parts: list[EngineMetrics] | None) ->
         known = [(u, w) for u, w in pairs if u is not None and w]
         if len(known) == len(pairs):
             return sum(u * w for u, w in known) / sum(w for _, w in known)
-        return _mean(p.kv_cache_usage for p in parts)
-    return _mean(g.get("usage", g.get("usage_old")) for g in gauges)
+        return finite_mean(p.kv_cache_usage for p in parts)
+    return finite_mean(g.get("usage", g.get("usage_old")) for g in gauges)
 
 
 def _latency(values: Mapping[str, float], name: str) -> Latency:
@@ -205,16 +205,6 @@ def _blocks_capacity(labels: Mapping[str, str]) -> int | None:
 def _positive(labels: Mapping[str, str], key: str) -> int | None:
     value = label_int(labels, key)
     return value if value is not None and value > 0 else None
-
-
-def _sum(values) -> float | None:
-    present = [v for v in values if v is not None and math.isfinite(v)]
-    return sum(present) if present else None
-
-
-def _mean(values) -> float | None:
-    present = [v for v in values if v is not None and math.isfinite(v)]
-    return sum(present) / len(present) if present else None
 
 
 def _common(values):

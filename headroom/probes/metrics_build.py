@@ -192,9 +192,9 @@ def _row(
             for lab in labels
         ),
         kv_cache_memory_bytes=_common(label_int(lab, "kv_cache_memory_bytes") for lab in labels),
-        requests_running=_sum(s.gauges.get("running") for s in series),
-        requests_waiting=_sum(s.gauges.get("waiting") for s in series),
-        preemptions_total=_sum(s.counters.get("preemptions") for s in series),
+        requests_running=finite_sum(s.gauges.get("running") for s in series),
+        requests_waiting=finite_sum(s.gauges.get("waiting") for s in series),
+        preemptions_total=finite_sum(s.counters.get("preemptions") for s in series),
         preemptions_per_s=_rate(tracker, "preemptions", keys),
         prompt_tokens_per_s=_rate(tracker, "prompt_tokens", keys),
         generation_tokens_per_s=_rate(tracker, "generation_tokens", keys),
@@ -214,7 +214,7 @@ def _usage(
 ) -> float | None:
     """An engine's own gauge; for a group, the capacity-weighted mean of its parts."""
     if not parts:
-        return _clean(_mean(s.gauges.get("usage") for s in series))
+        return _clean(finite_mean(s.gauges.get("usage") for s in series))
     if len(parts) == 1:
         return parts[0].kv_cache_usage
     usages = [p.kv_cache_usage for p in parts]
@@ -223,7 +223,7 @@ def _usage(
     if len(pairs) == len(parts):
         weighted = sum(u * w for u, w in pairs)
         return _clean(weighted / sum(w for _, w in pairs))
-    return _clean(_mean(usages))
+    return _clean(finite_mean(usages))
 
 
 def _average_request_tokens(tracker: WindowTracker, keys: Sequence[Key]) -> float | None:
@@ -307,19 +307,21 @@ def _histograms(by_name, name: str) -> dict[Key, HistogramState]:
 
 
 def _rate(tracker: WindowTracker, field_name: str, keys: Sequence[Key]) -> float | None:
-    return _sum(tracker.rate((field_name, *k)) for k in keys)
+    return finite_sum(tracker.rate((field_name, *k)) for k in keys)
 
 
 def _window_sum(tracker: WindowTracker, field_name: str, keys: Sequence[Key]) -> float | None:
-    return _sum(tracker.window_increment((field_name, *k)) for k in keys)
+    return finite_sum(tracker.window_increment((field_name, *k)) for k in keys)
 
 
-def _sum(values) -> float | None:
+def finite_sum(values) -> float | None:
+    """The sum of the finite values present; None when there are none (also fleet/prom_rows)."""
     present = [v for v in values if v is not None and math.isfinite(v)]
     return sum(present) if present else None
 
 
-def _mean(values) -> float | None:
+def finite_mean(values) -> float | None:
+    """The mean of the finite values present; None when there are none."""
     present = [v for v in values if v is not None and math.isfinite(v)]
     return sum(present) / len(present) if present else None
 
