@@ -22,6 +22,7 @@ from headroom.doctor import Finding
 from headroom.doctor.rules_multinode import ray_cluster_findings, ray_preflight
 from headroom.probes.ray_cluster import RayCluster, RayClusterProbe
 from headroom.supervisor.preflight import PreflightResult
+from headroom.supervisor.state_signal import cancel_task
 from headroom.supervisor.states import ServerState
 from headroom.vllm_cmd import VllmCommand
 
@@ -118,15 +119,7 @@ class RayWatch:
 
     async def cancel(self) -> None:
         task, self._task = self._task, None
-        if task is None or task is asyncio.current_task():
-            return
-        if task.get_loop() is not asyncio.get_running_loop():
-            return
-        task.cancel()
-        try:
-            await task
-        except (asyncio.CancelledError, Exception):
-            pass
+        await cancel_task(task)
 
     async def _loop(self) -> None:
         # The first reading comes after one interval: preflight has just read it.

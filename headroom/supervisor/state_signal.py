@@ -1,4 +1,4 @@
-"""Waiting for the server's state to change, from any event loop.
+"""Waiting for the server's state to change, and cancelling a watch task, from any event loop.
 
 asyncio primitives bind to the loop that first waits on them; the TUI runs its own loop and
 `headroom serve` may stop the server from a fresh one afterwards, so one Event per loop.
@@ -34,3 +34,17 @@ class StateSignal:
             except TimeoutError:
                 return False
         return answer
+
+
+async def cancel_task(task: asyncio.Task[None] | None) -> None:
+    """Cancel `task` and wait for its end (what it raised on the way is dropped), unless it is
+    the caller itself or its loop is gone (the TUI's app.run() ended: nothing left to cancel)."""
+    if task is None or task is asyncio.current_task():
+        return
+    if task.get_loop() is not asyncio.get_running_loop():
+        return
+    task.cancel()
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        pass

@@ -20,6 +20,7 @@ from headroom.probes.metrics import ServerMetrics
 from headroom.probes.tls import tls_context_for
 from headroom.probes.vllm_log import LogEvent
 from headroom.supervisor.host import SupervisorHost
+from headroom.supervisor.state_signal import cancel_task
 from headroom.supervisor.states import ENGINE_DEATH, STARTUP_FAILURES, ServerState
 from headroom.vllm_cmd import redact_text
 
@@ -58,14 +59,7 @@ class ProcessWatcher:
 
     async def cancel(self) -> None:
         task, self.task = self.task, None
-        if task is not None and task.get_loop() is not asyncio.get_running_loop():
-            return  # its loop is gone (the TUI's app.run() ended): nothing left to cancel
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_task(task)
 
     async def _loop(self) -> None:
         settings = self.host.settings
