@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable
 
 from textual import on, work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
@@ -30,7 +30,7 @@ from headroom.doctor.findings import Action
 from headroom.probes.safe_text import safe_optional
 from headroom.supervisor.restart import RestartPreview
 from headroom.supervisor.states import SupervisorEvent
-from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
+from headroom.themes import THEMES, resolve_theme_name
 from headroom.tui import messages as msg
 from headroom.tui.live_sources import LiveSources
 from headroom.tui.log_classes import LogEntry
@@ -45,12 +45,13 @@ from headroom.tui.screens.restart import RestartDialog, restart_plan
 from headroom.tui.sources import DataSources
 from headroom.tui.store import Store
 from headroom.tui.supervised import SupervisedServer
+from headroom.tui.themed_app import ThemedApp
 
 # Supervisor events worth a line among the dashboard's recent events.
 NOTICE_KINDS = {"restart", "rollback", "crash_backoff", "preflight", "memory", "notice", "launch"}
 
 
-class HeadroomApp(ProbeLoops, App[int]):
+class HeadroomApp(ProbeLoops, ThemedApp[int]):
     """Watches one vLLM server: dashboard, GPUs, topology, doctor, logs, runs, bench."""
 
     CSS_PATH = "app.tcss"
@@ -84,18 +85,12 @@ class HeadroomApp(ProbeLoops, App[int]):
         self.store = Store(server=sources.server_info())
         sources.prime(self.store)
         self._start_screen = start_screen
-        for registered in THEMES.values():
-            self.register_theme(registered)
-        self.theme = resolve_theme_name(theme)
+        self.use_themes(theme)
         self._data_version = 0  # bumps when doctor inputs change
         self._diagnosed_version = -1
         self.restart_in_progress = False
 
     # -- start-up -----------------------------------------------------------------------
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        # Headroom's own variables, so a non-Headroom theme picked in the palette still works.
-        return dict(THEMES[DEFAULT_THEME].variables)
-
     def on_mount(self) -> None:
         # Table cells carry colours resolved from the theme: redraw them when it changes.
         self.theme_changed_signal.subscribe(self, lambda _theme: self._redraw("theme"))

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
@@ -30,10 +30,10 @@ from headroom.probes.metrics_types import EngineMetrics, ServerMetrics
 from headroom.probes.nvml_types import GpuReading, GpuSnapshot
 from headroom.probes.safe_text import safe_text
 from headroom.probes.server_info import ServerInfo as ReportedInfo
-from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
 from headroom.tui.app import HeadroomApp
 from headroom.tui.sources import DataSources
 from headroom.tui.store import ServerInfo, Store
+from headroom.tui.themed_app import ThemedApp
 from headroom.tui.widgets.keyed_table import sync_rows
 
 MIB = 1024 * 1024
@@ -47,7 +47,7 @@ class FleetSource(Protocol):
     async def aclose(self) -> None: ...
 
 
-class FleetApp(App[str | None]):
+class FleetApp(ThemedApp[str | None]):
     """The fleet table. `exit(instance)` on Enter, `exit(None)` on q."""
 
     TITLE = "Headroom fleet"
@@ -75,12 +75,7 @@ class FleetApp(App[str | None]):
         self.exporter = exporter
         self.snapshot: FleetSnapshot | None = None
         self.refreshes = 0
-        for registered in THEMES.values():
-            self.register_theme(registered)
-        self.theme = resolve_theme_name(theme)
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return dict(THEMES[DEFAULT_THEME].variables)
+        self.use_themes(theme)
 
     def compose(self) -> ComposeResult:
         yield Static("reading the fleet ...", id="fleet-head")

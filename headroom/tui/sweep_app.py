@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Footer, Static
@@ -19,8 +19,8 @@ from textual.worker import Worker, WorkerCancelled, WorkerState
 
 from headroom.sweep.runner import SweepProgress
 from headroom.sweep.table import SweepRow
-from headroom.themes import DEFAULT_THEME, THEMES, resolve_theme_name
 from headroom.tui.format import escape_markup as escape
+from headroom.tui.themed_app import ThemedApp
 from headroom.tui.widgets.sweep_panel import SweepPanel
 
 ProgressSink = Callable[[SweepProgress], None]
@@ -41,7 +41,7 @@ class SweepEnded(Message):
         self.error = error
 
 
-class SweepApp(App[list[SweepRow] | None]):
+class SweepApp(ThemedApp[list[SweepRow] | None]):
     TITLE = "Headroom sweep"
     CSS = "#sweep-head { height: 1; padding: 0 1; background: $panel; }"
     BINDINGS = [Binding("q", "quit", "Quit")]
@@ -56,12 +56,7 @@ class SweepApp(App[list[SweepRow] | None]):
         self.rows: list[SweepRow] | None = None
         self.error: str | None = None
         self._worker: Worker | None = None
-        for registered in THEMES.values():
-            self.register_theme(registered)
-        self.theme = resolve_theme_name(theme)
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return dict(THEMES[DEFAULT_THEME].variables)
+        self.use_themes(theme)
 
     def compose(self) -> ComposeResult:
         yield Static(
