@@ -17,6 +17,7 @@ import json
 import sys
 import time
 
+from headroom.cli.own_args import parse_or_exit_code, split_at_dashes
 from headroom.probes.safe_text import safe_text
 
 
@@ -79,13 +80,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _split(argv: list[str]) -> tuple[list[str], list[str]]:
-    if "--" in argv:
-        i = argv.index("--")
-        return argv[:i], argv[i + 1 :]
-    return argv, []
-
-
 def render_text(diagnosis) -> str:
     out = []
     marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "unknown": "?   "}
@@ -122,12 +116,10 @@ def gpu_shape(inputs) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    own, vllm_argv = _split(list(argv))
-    parser = _parser()
-    try:
-        args = parser.parse_args(own)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+    own, vllm_argv = split_at_dashes(list(argv))
+    args = parse_or_exit_code(_parser(), own)
+    if isinstance(args, int):
+        return args
     from headroom.cli.doctor_inputs import build_inputs
     from headroom.doctor import diagnose, diagnosis_to_json
     from headroom.doctor.gpu_spec import GpuSpecError

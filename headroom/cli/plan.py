@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 
+from headroom.cli.own_args import parse_or_exit_code, split_at_dashes
 from headroom.doctor.bringup import NodeLine, plan_bringup, render_bringup
 
 
@@ -141,15 +142,10 @@ def _fit_text(p) -> str:
 
 
 def main(argv: list[str]) -> int:
-    argv = list(argv)
-    vllm_argv: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, vllm_argv = argv[:i], argv[i + 1 :]
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+    own, vllm_argv = split_at_dashes(list(argv))
+    args = parse_or_exit_code(_parser(), own)
+    if isinstance(args, int):
+        return args
     from headroom.cli.doctor_inputs import model_from_option
     from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec, resolve_nodes
     from headroom.doctor.model_table import UnknownModelError

@@ -21,6 +21,7 @@ from pathlib import Path
 from headroom.bench.workload import WorkloadError
 from headroom.cli.bench import add_load_arguments, config_from_args
 from headroom.cli.doctor_inputs import InputError, model_from_option
+from headroom.cli.own_args import parse_or_exit_code, split_at_dashes
 from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec, resolve_nodes
 from headroom.probes.nvml import NvmlProbe
 from headroom.supervisor.journal import Journal
@@ -117,15 +118,10 @@ def _tries(args, model, gpu, nodes, base) -> list[SweepTry]:
 
 
 def main(argv: list[str]) -> int:
-    argv = list(argv)
-    vllm_flags: list[str] = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, vllm_flags = argv[:i], argv[i + 1 :]
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+    own, vllm_flags = split_at_dashes(list(argv))
+    args = parse_or_exit_code(_parser(), own)
+    if isinstance(args, int):
+        return args
     try:
         base = parse_command(["vllm", "serve", args.model_path, *vllm_flags])
         gpu = parse_gpu_spec(args.gpus) if args.gpus else None
