@@ -82,6 +82,19 @@ def _kv_full(totals) -> tuple[bool, list[float]]:
     return bool(recent) and sum(u >= KV_FULL for u in recent) * 2 > len(recent), usage
 
 
+def _kv_pressure_actions(ctx, seqs: int | None, target: int | None) -> list:
+    """Preemptions from a full KV cache, in the mitigation order: more KV budget (free), fewer
+    sequences (down to `target` when known), an fp8 KV cache, then more GPUs."""
+    return [
+        A.raise_kv_budget(
+            ctx, None, "more KV cache means fewer preemptions (free: no new hardware)"
+        ),
+        A.lower_max_num_seqs(seqs, target, "fewer sequences share the KV cache") if seqs else None,
+        A.fp8_kv(ctx, "twice the tokens in the same memory"),
+        A.raise_tp(ctx, _next_tp(ctx), "more GPUs hold more KV cache"),
+    ]
+
+
 def kv_full_with_preemptions(ctx) -> list[Finding]:
     totals = _totals(ctx)
     full, usage = _kv_full(totals)
@@ -102,14 +115,7 @@ def kv_full_with_preemptions(ctx) -> list[Finding]:
     running = _series(totals, "requests_running")
     seqs = ctx.knobs.max_num_seqs or (ctx.account.max_num_seqs if ctx.account else None)
     target = int(statistics.mean(running[-6:]) * 0.75) if running else None
-    acts = [
-        A.raise_kv_budget(
-            ctx, None, "more KV cache means fewer preemptions (free: no new hardware)"
-        ),
-        A.lower_max_num_seqs(seqs, target, "fewer sequences share the KV cache") if seqs else None,
-        A.fp8_kv(ctx, "twice the tokens in the same memory"),
-        A.raise_tp(ctx, _next_tp(ctx), "more GPUs hold more KV cache"),
-    ]
+    acts = _kv_pressure_actions(ctx, seqs, target)
     return [
         Finding(
             "kv-full-preemptions",
@@ -275,14 +281,7 @@ def preemptions_in_log(ctx) -> list[Finding]:
         + (f"; {max(totals)} preemptions since start" if totals else "")
     )
     seqs = ctx.knobs.max_num_seqs
-    acts = [
-        A.raise_kv_budget(
-            ctx, None, "more KV cache means fewer preemptions (free: no new hardware)"
-        ),
-        A.lower_max_num_seqs(seqs, None, "fewer sequences share the KV cache") if seqs else None,
-        A.fp8_kv(ctx, "twice the tokens in the same memory"),
-        A.raise_tp(ctx, _next_tp(ctx), "more GPUs hold more KV cache"),
-    ]
+    acts = _kv_pressure_actions(ctx, seqs, None)
     return [
         Finding(
             "kv-full-preemptions-log",
