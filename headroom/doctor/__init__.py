@@ -11,6 +11,7 @@ from headroom.doctor import (
     rules_catalog,
     rules_compat,
     rules_gpu,
+    rules_memory_gate,
     rules_multinode,
     rules_multinode_log,
     rules_oom,
@@ -62,6 +63,7 @@ def all_rules():
     return (
         rules_startup.RULES
         + rules_oom.RULES
+        + rules_memory_gate.RULES
         + rules_parallel.RULES
         + rules_runtime.RULES
         + rules_gpu.RULES

@@ -1,0 +1,81 @@
+"""The start-up memory gate: free memory below what --gpu-memory-utilization asks for means
+other processes hold GPU memory, so lower the utilization to what is free (or stop them).
+The other side of CUDA out-of-memory (rules_oom.py), which it follows in the rules' order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from headroom.doctor import actions as A
+from headroom.doctor.findings import Action, Finding
+
+
+def free_memory_below_utilization(ctx) -> list[Finding]:
+    events = ctx.of("free_memory_below_utilization")
+    if events:
+        nums, first = events[0].fields, events[0].line.strip()
+    else:
+        found = _free_below_in_text(ctx)
+        if found is None:
+            return []
+        nums, first = found
+    evidence = [first]
+    target = None
+    if nums.get("free_gib") is not None and nums.get("total_gib"):
+        target = nums["free_gib"] / nums["total_gib"] - 0.02
+        evidence.append(
+            f"{nums['total_gib'] - nums['free_gib']:.2f} GiB is held by other processes"
+        )
+    # Stopping the other process is advice, not a knob: said once in the evidence, so the
+    # finding offers "lower gpu_memory_utilization" once, not twice.
+    evidence.append("or stop the other process holding GPU memory (nothing to change in vLLM)")
+    acts = [
+        A.lower_utilization(
+            ctx, target, "vLLM asks for utilization x total, and only the free part is there"
+        )
+    ]
+    if acts[0] is None:  # no number to lower to: the knob still is the one to turn
+        acts = [
+            Action(
+                "gpu_memory_utilization",
+                "lower",
+                None,
+                "vLLM asks for utilization x total, and only the free part is there",
+                "a smaller KV cache",
+            )
+        ]
+    # Step 4: the knob is gpu_memory_utilization, even though the memory is another
+    # process's; the table must not say step 4 is ok while this refusal stands.
+    return [
+        Finding(
+            "free-memory-below-utilization",
+            4,
+            "error",
+            "Other processes hold GPU memory vLLM wants",
+            tuple(evidence),
+            tuple(a for a in acts if a is not None),
+        )
+    ]
+
+
+# The same refusal wrapped over two lines by a terminal or a pasted block, and the CPU
+# backend's wording of it (vllm/v1/worker/cpu_worker.py, 0.11+: "Available memory on node 0
+# (10.78/15.61 GiB) on startup is less than desired CPU memory utilization (0.7, 10.93 GiB)",
+# where --gpu-memory-utilization sets the CPU reservation).
+_FREE_BELOW = re.compile(
+    r"(?:Free memory on device(?: \S+)?|Available memory on node \d+) \((?P<free>[\d.]+)/"
+    r"(?P<total>[\d.]+) GiB\) on startup\s+is less\s+than desired [CG]PU memory\s+utilization"
+)
+
+
+def _free_below_in_text(ctx) -> tuple[dict, str] | None:
+    joined = " ".join(line.strip() for line in ctx.raw_lines[-400:])
+    match = _FREE_BELOW.search(joined)
+    if match is None:
+        return None
+    nums = {"free_gib": float(match.group("free")), "total_gib": float(match.group("total"))}
+    return nums, joined[match.start() : match.end() + 40]
+
+
+RULES = (free_memory_below_utilization,)
