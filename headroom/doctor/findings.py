@@ -73,6 +73,11 @@ KNOB_STEPS: Mapping[str, int] = {
 }
 
 
+def compact_actions(actions) -> tuple[Action, ...]:
+    """The actions a rule built, less the None of each knob already at its limit."""
+    return tuple(a for a in actions if a is not None)
+
+
 def knob_step(action: Action) -> int | None:
     """The step of the knob an action turns. TP: step 3 when it moves with PP (a layout across
     nodes or stages), step 1 when raised (memory sets the lowest TP), step 2 when lowered or

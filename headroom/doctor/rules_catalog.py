@@ -14,7 +14,7 @@ Two families:
 from __future__ import annotations
 
 from headroom.doctor import actions as A
-from headroom.doctor.findings import Action, Finding
+from headroom.doctor.findings import Action, Finding, compact_actions
 
 
 def _first(ctx, kind: str, *signatures: str):
@@ -37,10 +37,6 @@ def _float(fields, name: str) -> float | None:
         return float(fields[name])
     except (KeyError, TypeError, ValueError):
         return None
-
-
-def _compact(actions) -> tuple[Action, ...]:
-    return tuple(a for a in actions if a is not None)
 
 
 # --- configuration changes ------------------------------------------------------------------
@@ -89,7 +85,9 @@ def prompt_exceeds_kv(ctx) -> list[Finding]:
     title = "A prompt is longer than the whole KV cache holds"
     if tokens:
         title = f"A prompt of {tokens:,} tokens is longer than the whole KV cache holds"
-    return [Finding("prompt-exceeds-kv", 4, "warning", title, tuple(evidence), _compact(acts))]
+    return [
+        Finding("prompt-exceeds-kv", 4, "warning", title, tuple(evidence), compact_actions(acts))
+    ]
 
 
 # Weight formats a model's name says that are not fp8 (an AWQ/GPTQ/int4 upload says so).
@@ -201,7 +199,7 @@ def batched_tokens_below_max_num_seqs(ctx) -> list[Finding]:
             "error",
             f"max_num_seqs {seqs:,} is above max_num_batched_tokens {batched:,}",
             (event.line.strip()[:400],),
-            _compact(acts),
+            compact_actions(acts),
         )
     ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from headroom.doctor import actions as A
-from headroom.doctor.findings import Action, Finding
+from headroom.doctor.findings import Action, Finding, compact_actions
 
 
 def free_memory_below_utilization(ctx) -> list[Finding]:
@@ -54,7 +54,7 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
             "error",
             "Other processes hold GPU memory vLLM wants",
             tuple(evidence),
-            tuple(a for a in acts if a is not None),
+            compact_actions(acts),
         )
     ]
 

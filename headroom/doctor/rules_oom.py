@@ -15,16 +15,12 @@ from collections.abc import Mapping
 from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
-from headroom.doctor.findings import Action, Finding
+from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.rules_parallel import weights_gib_from_name
 from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
 from headroom.probes.vllm_log_fields import to_gib
-
-
-def _compact(actions) -> tuple[Action, ...]:
-    return tuple(a for a in actions if a is not None)
 
 
 def _number(fields: Mapping[str, object], key: str) -> float | None:
@@ -128,7 +124,7 @@ def cuda_oom(ctx) -> list[Finding]:
                 "error",
                 "Out of GPU memory waking the engine from sleep mode",
                 tuple(evidence),
-                _compact(acts),
+                compact_actions(acts),
             )
         ]
     if phase == "weights" or weights_alone:
@@ -142,7 +138,7 @@ def cuda_oom(ctx) -> list[Finding]:
                 "error",
                 "Out of GPU memory: other processes share this GPU",
                 tuple(evidence),
-                _compact(acts),
+                compact_actions(acts),
             )
         )
     if out:
@@ -202,7 +198,7 @@ def cuda_oom(ctx) -> list[Finding]:
             A.lower_utilization(ctx, None, "leaves room above the profiled activation peak"),
         ]
         title = "Out of GPU memory at the activation peak"
-    return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), _compact(acts))]
+    return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), compact_actions(acts))]
 
 
 _PROCESS_MEMORY = re.compile(r"Process \d+ has ([\d.]+) ?(bytes|[KMGT]iB) memory in use")
@@ -339,7 +335,7 @@ def _weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Fin
         "error",
         "Out of GPU memory while loading the weights",
         tuple(evidence),
-        _compact(acts),
+        compact_actions(acts),
     )
 
 

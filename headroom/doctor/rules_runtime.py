@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 
 from headroom.doctor import actions as A
-from headroom.doctor.findings import Action, Finding
+from headroom.doctor.findings import Action, Finding, compact_actions
 
 KV_FULL = 0.90
 WINDOW = 12  # most recent scrapes considered
@@ -123,7 +123,7 @@ def kv_full_with_preemptions(ctx) -> list[Finding]:
             "warning",
             "The KV cache is full and requests are being preempted",
             tuple(evidence),
-            tuple(a for a in acts if a is not None),
+            compact_actions(acts),
         )
     ]
 
@@ -156,7 +156,7 @@ def queue_growing_kv_full(ctx) -> list[Finding]:
             "warning",
             "Requests queue up because the KV cache is full",
             tuple(evidence),
-            tuple(a for a in acts if a is not None),
+            compact_actions(acts),
         )
     ]
 
@@ -289,7 +289,7 @@ def preemptions_in_log(ctx) -> list[Finding]:
             "warning",
             "Requests are preempted: the KV cache is too small for the load",
             tuple(evidence),
-            tuple(a for a in acts if a is not None),
+            compact_actions(acts),
         )
     ]
 

@@ -19,14 +19,10 @@ from dataclasses import replace
 from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.estimate_error import fit_range
-from headroom.doctor.findings import Action, Finding
+from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.log_memory import available_kv_from_log
 from headroom.doctor.memory_model import fit_len
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
-
-
-def _compact(actions) -> tuple[Action, ...]:
-    return tuple(a for a in actions if a is not None)
 
 
 def _ledger_refusal(ctx) -> tuple[dict, str] | None:
@@ -146,7 +142,7 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
                 "error",
                 f"The KV cache cannot hold one request of max_model_len {max_len:,}",
                 tuple(evidence),
-                _compact(acts),
+                compact_actions(acts),
             )
         )
     return out
@@ -199,7 +195,7 @@ def no_cache_memory(ctx) -> list[Finding]:
                 acts = [*shorter, wider, batched]
             else:  # nothing to size by: the raise, with the GPU size it would need
                 acts = [budget, wider, batched]
-            if not _compact(acts):
+            if not compact_actions(acts):
                 # GPU unknown and no known GPU lets a raise hold one request: some KV memory
                 # first (vLLM then names the length that fits), and say so
                 acts = [
@@ -220,7 +216,7 @@ def no_cache_memory(ctx) -> list[Finding]:
             "error",
             "No memory left for the KV cache after the weights",
             tuple(evidence),
-            _compact(acts),
+            compact_actions(acts),
         )
     ]
 
@@ -314,7 +310,7 @@ def kv_capacity_thin(ctx) -> list[Finding]:
             "warning",
             f"Only {concurrency:.2f} full-length requests fit in the KV cache",
             tuple(evidence),
-            _compact(acts),
+            compact_actions(acts),
         )
     ]
 
@@ -337,7 +333,7 @@ def predicted_misfit(ctx) -> list[Finding]:
                 "error",
                 "By the estimate, nothing is left for the KV cache",
                 tuple(evidence),
-                _compact(acts),
+                compact_actions(acts),
             )
         ]
     if not acc.fits:
@@ -366,7 +362,7 @@ def predicted_misfit(ctx) -> list[Finding]:
                 f"By the estimate, one request of {acc.max_model_len:,} tokens will not fit "
                 f"({acc.kv_capacity_tokens:,} tokens of KV cache)",
                 tuple(evidence),
-                _compact(acts),
+                compact_actions(acts),
             )
         ]
     return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headroom.doctor import actions as A
-from headroom.doctor.findings import Action, Finding
+from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.memory_model import account
 from headroom.probes.topology_verdict import tp_verdicts
 
@@ -57,7 +57,7 @@ def tp_over_slow_links(ctx) -> list[Finding]:
         *verdict.reasons,
     ]
     smaller = _smaller_tp(ctx, tp)
-    acts: list[Action | None] = []  # None: a knob already at its limit; _compact drops it
+    acts: list[Action | None] = []  # None: a knob already at its limit; compact_actions drops it
     if smaller:
         acts.append(
             Action(
@@ -83,7 +83,7 @@ def tp_over_slow_links(ctx) -> list[Finding]:
             severity,
             f"Tensor parallel size {tp} crosses {verdict.weakest_link} links",
             tuple(evidence),
-            tuple(a for a in acts if a is not None),
+            compact_actions(acts),
         )
     ]
 
