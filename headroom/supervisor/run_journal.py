@@ -60,9 +60,16 @@ class RunJournal:
             self.notice(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
 
     async def add_context(
-        self, run_id: str | None, model: str | None, gpus: GpuAccess, env: dict[str, str]
+        self,
+        run_id: str | None,
+        model: str | None,
+        gpus: GpuAccess,
+        env: dict[str, str],
+        world: int = 0,
     ) -> None:
-        """GPUs, model shape and topology for the run's record, read off the event loop."""
+        """GPUs, model shape and topology for the run's record, read off the event loop.
+        `world` (GPUs the run takes on this node, 0 = unknown) keeps the record to the GPUs
+        vLLM uses, the first `world` visible ones: a TP 2 run on a 4-GPU host is 2 GPUs."""
         if not run_id:
             return
         fields: dict[str, object] = {}
@@ -79,7 +86,14 @@ class RunJournal:
         except Exception:
             snapshot = None
         if snapshot is not None:
-            fields["gpus"] = gpus_from_snapshot(snapshot, indices)
+            used = gpus_from_snapshot(snapshot, indices)
+            if indices is not None:  # CUDA_VISIBLE_DEVICES' order is vLLM's rank order
+                order = {index: rank for rank, index in enumerate(indices)}
+                used.sort(key=lambda g: order.get(int(g["index"]), len(order)))
+            if world and len(used) > world:
+                used = used[:world]
+                indices = [int(g["index"]) for g in used]  # the topology of the same GPUs
+            fields["gpus"] = used
         if fields:
             self.update(run_id, **fields)
         if gpus.probe() is None:

@@ -100,7 +100,13 @@ class RunStarter:
         self.watcher.begin()
         host.ray.begin()
         self._context_task = asyncio.create_task(
-            host.records.add_context(run.run_id, host.command.model, host.gpus, host.child_env())
+            host.records.add_context(
+                run.run_id,
+                host.command.model,
+                host.gpus,
+                host.child_env(),
+                local_world(host.command),
+            )
         )
 
     def _journal_launch(self, argv: list[str]) -> None:
@@ -169,3 +175,14 @@ class RunStarter:
         host.run = run
         host.adopted = True
         # STOPPED until watch() (or start(), which the TUI calls) begins watching it.
+
+
+def local_world(cmd) -> int:
+    """GPUs a run takes on this node (TP x PP x DP), 0 when they are spread over nodes (Ray,
+    --nnodes) and this node's share is not known: the journal records those GPUs."""
+    try:
+        if pf._ray_backend(cmd) or cmd.get_int("nnodes", 1) != 1:
+            return 0
+        return pf.world_size(cmd) * max(cmd.get_int("data_parallel_size", 1), 1)
+    except (TypeError, ValueError):
+        return 0
