@@ -41,3 +41,16 @@ def test_visible_devices_pick_and_order_the_gpus(tmp_path) -> None:
 
 def test_an_unknown_share_keeps_every_visible_gpu(tmp_path) -> None:
     assert _recorded(tmp_path, {}, 0) == [0, 1, 2, 3]
+
+
+def test_the_local_share_of_a_command_line() -> None:
+    from headroom.supervisor.starter import local_world
+    from headroom.vllm_cmd import parse_command
+
+    def world(*flags: str) -> int:
+        return local_world(parse_command(["vllm", "serve", "m", *flags]))
+
+    assert world() == 1 and world("-tp", "2") == 2
+    assert world("-tp", "2", "-pp", "2", "--data-parallel-size", "2") == 8
+    assert world("-tp", "8", "--distributed-executor-backend", "ray") == 0  # over nodes
+    assert world("-tp", "8", "--nnodes", "2") == 0
