@@ -14,7 +14,7 @@ import ipaddress
 
 from headroom.doctor.findings import Action, Finding
 from headroom.probes.ray_cluster import RayCluster
-from headroom.probes.ray_status import PendingDemand
+from headroom.probes.ray_status import pinned_nodes
 
 __all__ = ["RULES", "ray_cluster_findings"]
 
@@ -50,10 +50,6 @@ def _pending(cluster: RayCluster) -> list[tuple[tuple[dict[str, float], ...], st
     return found
 
 
-def _pins(bundles: tuple[dict[str, float], ...]) -> tuple[str, ...]:
-    return PendingDemand(bundles=bundles, strategy=None, placement_group=True, text="").pinned_nodes
-
-
 def _wait_cause(cluster: RayCluster, bundles, strategy, seen: str) -> Finding | None:
     wanted = sum(b.get("GPU", 0.0) for b in bundles)
     status = cluster.status
@@ -62,7 +58,7 @@ def _wait_cause(cluster: RayCluster, bundles, strategy, seen: str) -> Finding | 
     per_node = cluster.gpus_per_node
     if total is None and per_node:
         total = sum(per_node)
-    pins = _pins(bundles)
+    pins = pinned_nodes(bundles)
     ips = cluster.node_ips
     evidence = [f"waiting: {seen}"]
     named = [p for p in pins if not _is_ip(p)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "RayStatus",
     "RecentFailure",
     "parse_ray_status",
+    "pinned_nodes",
 ]
 
 MAX_STATUS_CHARS = 4 * 1024 * 1024  # a `ray status -v` of a large cluster is far below this
@@ -64,6 +65,18 @@ _NODE_HEADER = re.compile(r"^Node:\s*(?P<id>\S+)(?:\s+\((?P<type>[^)]*)\))?")
 _PENDING_IP = re.compile(r"^(?P<ip>[\d.:a-fA-F]+):\s*(?P<type>[^,]+),\s*(?P<state>.+)$")
 
 
+def pinned_nodes(bundles: Sequence[Mapping[str, float]]) -> tuple[str, ...]:
+    """The `node:<ip>` resources bundles ask for: vLLM pins bundle 0 to the driver's IP
+    (`get_ip()`), so a pin no Ray node carries waits forever."""
+    pins = {
+        key[len("node:") :]
+        for b in bundles
+        for key in b
+        if key.startswith("node:") and not key.startswith("node:__internal")
+    }
+    return tuple(sorted(pins))
+
+
 @dataclass(frozen=True)
 class PendingDemand:
     """One line of the demands section. A placement group's bundles are expanded
@@ -80,15 +93,7 @@ class PendingDemand:
 
     @property
     def pinned_nodes(self) -> tuple[str, ...]:
-        """The `node:<ip>` resources a bundle asks for: vLLM pins bundle 0 to the driver's
-        IP (`get_ip()`), so a pin no Ray node carries waits forever."""
-        pins = {
-            key[len("node:") :]
-            for b in self.bundles
-            for key in b
-            if key.startswith("node:") and not key.startswith("node:__internal")
-        }
-        return tuple(sorted(pins))
+        return pinned_nodes(self.bundles)
 
 
 @dataclass(frozen=True)
