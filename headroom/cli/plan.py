@@ -18,6 +18,7 @@ import sys
 
 from headroom.cli.own_args import parse_or_exit_code, split_at_dashes
 from headroom.doctor.bringup import NodeLine, plan_bringup, render_bringup
+from headroom.vllm_cmd import REMOVE, apply_changes, parse_command
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,25 +113,21 @@ def multinode_bringups(p, model_arg: str) -> tuple:
     """Both backends' per-node bring-up when the layout spans nodes (step 3), else ()."""
     if p.nodes < 2 or p.tp * p.pp <= p.gpu.count:
         return ()
-    argv = list(p.command)
-    extra = _flags_after_layout(argv[3:]) if argv[:2] == ["vllm", "serve"] else []
+    extra = _flags_after_layout(list(p.command))
     return plan_bringup(
         model_arg, tp=p.tp, pp=p.pp, nodes=p.nodes, gpus_per_node=p.gpu.count, extra_flags=extra
     )
 
 
-def _flags_after_layout(flags: list[str]) -> list[str]:
-    """The recommended line's flags without TP/PP (the bring-up says those itself)."""
-    out, skip = [], False
-    for token in flags:
-        if skip:
-            skip = False
-            continue
-        if token in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp"):
-            skip = True
-            continue
-        out.append(token)
-    return out
+def _flags_after_layout(argv: list[str]) -> list[str]:
+    """The planned line's flags without TP/PP (the bring-up says those itself), in any
+    spelling (`-tp 8`, `--tensor-parallel-size=8`) and from any launcher form (a `--model M`
+    goes too: the bring-up's `vllm serve` names the model itself)."""
+    command = parse_command(argv)
+    drop: dict[str, object] = {"tensor_parallel_size": REMOVE, "pipeline_parallel_size": REMOVE}
+    if not command.model_is_positional:
+        drop["model"] = REMOVE
+    return list(apply_changes(command, drop).tokens)
 
 
 def _fit_text(p) -> str:

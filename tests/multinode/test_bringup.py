@@ -78,3 +78,14 @@ def test_plan_prints_the_bring_up_for_a_model_that_needs_two_nodes(capsys):
 def test_plan_on_one_node_prints_no_bring_up(capsys):
     assert plan_cli.main(["meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2x8xH100"]) == 0
     assert "bring-up" not in capsys.readouterr().out
+
+
+def test_the_bring_up_drops_tp_and_pp_in_every_spelling():
+    for argv in (
+        ["vllm", "serve", "M", "-tp", "16", "--max-model-len", "8192"],
+        ["vllm", "serve", "M", "--tensor-parallel-size=16", "--pipeline-parallel-size=1",
+         "--max-model-len", "8192"],
+        ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "M", "-tp=16",
+         "--max-model-len", "8192"],
+    ):  # fmt: skip
+        assert plan_cli._flags_after_layout(argv) == ["--max-model-len", "8192"], argv
