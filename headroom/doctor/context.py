@@ -33,6 +33,13 @@ _V0_MARKERS = (
     "Memory profiling results:",
     "the current vLLM instance can use total_gpu_memory",
 )
+# PyTorch's own OOM wording dates the torch, and the torch dates vLLM: "has a total capacty of"
+# (sic) is torch 2.1's wording and "(GPU 0; 23.64 GiB total capacity; ..." the one before it,
+# while logs of torch 2.5+ say "total capacity of" (tests/fixtures/gpu-startup-logs). vLLM
+# 0.2.7 and 0.3.3 pin torch==2.1.2, 0.4.3 pins 2.3.0 and the first V1 default, 0.8, pins 2.6.0
+# (the wheels' METADATA): such a log is a V0 engine of the 0.2-0.4 era.
+_OLD_TORCH_OOM = re.compile(r"has a total capacty of|\(GPU \d+; [\d.]+ ?[KMGT]iB total capacity;")
+_OLD_TORCH_RELEASE = "0.3.3"  # the last release read that pins torch 2.1
 
 
 @dataclass
@@ -133,6 +140,8 @@ class Context:
                 return found.group(1)
         if any(_V0_ONLY in line for line in self.raw_lines[:5000] for _V0_ONLY in _V0_MARKERS):
             return "0.7.3"  # the V0 engine's wording: the last release where V0 was the default
+        if any(_OLD_TORCH_OOM.search(line) for line in self.raw_lines[:5000]):
+            return _OLD_TORCH_RELEASE
         return None
 
     @cached_property

@@ -22,6 +22,10 @@ from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
 from headroom.probes.vllm_log_fields import to_gib
 
+# One tensor of a whole-prompt prefill: 32,768 tokens x a 7B model's MLP (2 x 14,336 x 2 bytes)
+# is 1.75 GiB (vllm#2666: "Tried to allocate 1.75 GiB" in activation.py forward, 0.2.7).
+_WHOLE_PROMPT_TENSOR_GIB = 1.0
+
 
 def _number(fields: Mapping[str, object], key: str) -> float | None:
     value = fields.get(key)
@@ -165,10 +169,15 @@ def cuda_oom(ctx) -> list[Finding]:
             A.lower_utilization(ctx, None, "leaves room for CUDA-graph pools"),
         ]
         title = "Out of GPU memory capturing CUDA graphs"
-    elif _v0_whole_prompt_profile(ctx):
+    elif _v0_whole_prompt_profile(ctx) and (
+        phase != "unknown" or (_number(nums, "tried_gib") or 0.0) >= _WHOLE_PROMPT_TENSOR_GIB
+    ):
         # V0 (0.2-0.7) without chunked prefill: max_num_batched_tokens defaults to
         # max(max_model_len, 2048), so the start-up profile runs one whole max_model_len
-        # prefill; max_model_len sets the activation peak.
+        # prefill; max_model_len sets the activation peak. A bare OOM line counts as that
+        # profile only when the allocation has the size of a whole-prompt tensor: once the KV
+        # cache holds the budget, what fails is a small one (tens or hundreds of MiB).
+        phase = "activation"
         length = ctx.knobs.max_model_len or (
             ctx.model_read.max_position_embeddings if ctx.model_read else None
         )

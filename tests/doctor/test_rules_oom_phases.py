@@ -49,10 +49,14 @@ def test_small_foreign_processes_are_not_the_cause_but_large_ones_are():
     assert any(f.id == "cuda-oom-foreign-process" for f in found.findings)
 
 
+# The same OOM in PyTorch 2.2+'s wording ("capacity"): nothing in it dates the release.
+OOM_MODERN = OOM_21.replace("total capacty of", "total capacity of")
+
+
 def test_a_bare_oom_follows_the_tables_oom_order():
     """Nothing around the OOM line says where it happened: the five-step table's order for
     a CUDA OOM (lower utilization, eager, fewer batched tokens), never more GPUs on a guess."""
-    top = _top(OOM_21, ["vllm", "serve", "some-org/some-model"])
+    top = _top(OOM_MODERN, ["vllm", "serve", "some-org/some-model"])
     assert top.id == "cuda-oom-unknown" and top.step == 4
     turns = [(a.knob, a.direction) for a in top.actions]
     assert turns[0] == ("gpu_memory_utilization", "lower")
@@ -70,3 +74,46 @@ def test_a_bare_oom_with_weights_larger_than_the_gpu_raises_tp():
     # at TP 2 the share (~67 GiB) is below the GPU: not the weights
     top = _top(oom, ["vllm", "serve", "Qwen/Qwen1.5-72B-Chat", "-tp", "2"])
     assert top.id != "cuda-oom-weights"
+
+
+def test_torch_21_wording_dates_a_v0_release_and_a_whole_prompt_tensor_cuts_max_model_len():
+    """PyTorch 2.1's "total capacty of" (sic) dates the torch and so the vLLM (0.2.7 and
+    0.3.3 pin torch 2.1.2; the V1 default came with torch 2.6): a V0 engine whose start-up
+    profile runs one whole max_model_len prefill. A bare OOM of a whole-prompt-sized tensor
+    (vllm#1949's title: 3.50 GiB) is that profile: max_model_len first, no GPUs added."""
+    title = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has "
+        "a total capacty of 23.64 GiB of which 1.42 GiB is free. Process 2722 has 22.22 GiB "
+        "memory in use. Of the allocate"
+    )
+    d = diagnose(DoctorInputs(log=title))
+    top = d.findings[0]
+    assert top.id == "cuda-oom-activation" and top.step == 4
+    assert (top.actions[0].knob, top.actions[0].direction) == ("max_model_len", "lower")
+    assert not any(a.knob == "tensor_parallel_size" for a in top.actions)
+    # the same title in PyTorch 2.2+'s wording does not date the release: the table's order
+    modern = title.replace("capacty", "capacity")
+    top = diagnose(DoctorInputs(log=modern)).findings[0]
+    assert top.id == "cuda-oom-unknown"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "lower")
+
+
+def test_a_small_bare_oom_in_a_v0_release_is_not_the_whole_prompt_profile():
+    """Once the KV cache holds the budget, what fails is a small allocation: the table's OOM
+    order (lower utilization first), even in a V0 release."""
+    small = OOM_21.replace("Tried to allocate 1.75 GiB", "Tried to allocate 20.00 MiB")
+    top = _top(small, ["vllm", "serve", "some-org/some-model"])
+    assert top.id == "cuda-oom-unknown"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "lower")
+
+
+def test_torch_20_wording_also_dates_a_v0_release():
+    from headroom.doctor.context import Context
+
+    line = (
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total "
+        "capacity; 21.50 GiB already allocated; 1.10 GiB free; 21.80 GiB reserved in total by "
+        "PyTorch)"
+    )
+    assert Context(DoctorInputs(log=line)).version == "0.3.3"
+    assert Context(DoctorInputs(log=OOM_MODERN)).version is None
