@@ -124,6 +124,8 @@ FINDING_FOR_KIND = {
         "cuda-oom-foreign-process",
         "cuda-oom",
         "cuda-oom-unknown",
+        # torch 2.1's wording dates a V0 release: a whole-prompt-sized tensor is its profile
+        "cuda-oom-activation",
     },
     "heads_not_divisible": {"tp-heads-not-divisible"},
     "kv_heads_not_divisible": {"tp-heads-not-divisible"},
