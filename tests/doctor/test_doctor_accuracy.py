@@ -22,7 +22,7 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 96, "right_knob": 90},
+    "train": {"right_step": 99, "right_knob": 93},
     "validation": {"right_step": 53, "right_knob": 45},
 }
 
