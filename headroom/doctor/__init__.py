@@ -16,6 +16,7 @@ from headroom.doctor import (
     rules_multinode_log,
     rules_oom,
     rules_parallel,
+    rules_preflight,
     rules_runtime,
     rules_startup,
     rules_topology,
@@ -72,6 +73,7 @@ def all_rules():
         + rules_catalog.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
+        + rules_preflight.RULES
     )
 
 

@@ -20,6 +20,7 @@ from headroom.doctor.memory_model import (
 from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import default_utilization, effective_version, parse_version
 from headroom.probes.model import ModelShape
+from headroom.probes.symptom_text import text_symptoms
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
 from headroom.probes.vllm_log_patterns import is_client_text
 
@@ -113,7 +114,16 @@ class Context:
 
     @cached_property
     def events(self) -> list[LogEvent]:
-        return list(getattr(self.digest, "events", None) or ())
+        """The log reader's events; when it found no error, the symptom a person's words name
+        ("Runing API OOM", an issue title) joins them as the event a real line of unknown
+        phase gives (probes.symptom_text), in line order."""
+        found = list(getattr(self.digest, "events", None) or ())
+        lines = list(getattr(self.digest, "lines", None) or ())
+        first = max(getattr(self.digest, "line_count", len(lines)) - len(lines), 0) + 1
+        words = text_symptoms(lines, found, first_lineno=first)
+        if not words:
+            return found
+        return sorted(found + words, key=lambda e: e.lineno or 0)
 
     @cached_property
     def facts(self) -> StartupFacts:

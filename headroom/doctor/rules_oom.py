@@ -17,7 +17,7 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
-from headroom.doctor.rules_parallel import weights_gib_from_name
+from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
 from headroom.probes.vllm_log_fields import to_gib
@@ -263,20 +263,24 @@ def _weights_do_not_fit(ctx) -> str | None:
 
 
 def _weights_too_big_by_name(ctx) -> str | None:
-    """Without a config or a GPU description: the parameter count in the model's name
-    against the GPU size the OOM message itself names (vLLM splits the weights over TP x
+    """Without the memory model's account: the weights (the parameter count in the model's
+    name, in the bytes --quantization or --dtype say; rules_preflight.sizing) against the GPU
+    size the OOM message names, else the described GPU (vLLM splits the weights over TP x
     PP). Only a clear case counts: a share above the whole GPU."""
     events = ctx.of("cuda_oom")
     total = _number(events[0].fields, "total_gib") if events else None
-    weights = weights_gib_from_name(getattr(ctx.inputs.command, "model", None) or "")
-    if not total or weights is None:
+    where = "the OOM names"
+    if not total and ctx.gpu is not None:
+        total, where = ctx.gpu.min_usable_gib, "given (--gpus)"
+    sized = sizing(ctx)
+    if not total or sized is None:
         return None
-    share = weights / (ctx.knobs.tp * ctx.knobs.pp)
+    share = sized.per_gpu(ctx.knobs.tp, ctx.knobs.pp, ctx.knobs.quantization)
     if share < total:
         return None
     return (
-        f"the name says ~{weights:.0f} GiB of weights: {share:.1f} GiB per GPU at TP "
-        f"{ctx.knobs.tp} x PP {ctx.knobs.pp}, more than the {total:.2f} GiB GPU the OOM names"
+        f"{sized.source}: {share:.1f} GiB per GPU at TP {ctx.knobs.tp} x PP {ctx.knobs.pp}, "
+        f"more than the {total:.2f} GiB GPU {where}"
     )
 
 
@@ -323,6 +327,17 @@ def _weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Fin
             )
             acts = [_replace(a, why=f"{a.why} (if the node has {a.value} GPUs)")
                     if a.knob == "tensor_parallel_size" else a for a in acts]  # fmt: skip
+    elif weights_alone and ctx.gpu is not None and (sized := sizing(ctx)) is not None:
+        # No config, but the name's size and the given GPUs: the lowest TP that holds the
+        # weights, or none on these GPUs (then no knob: a bigger GPU, said in the evidence).
+        tp = lowest_holding_tp(ctx, sized)
+        if tp is None:
+            evidence += no_tp_holds(ctx, why)
+            return Finding("cuda-oom-weights", 1, "error",
+                           "Out of GPU memory: the weights do not fit these GPUs at any TP",
+                           tuple(evidence))  # fmt: skip
+        acts = [Action("tensor_parallel_size", "raise", tp, f"{why}: TP {tp} holds them",
+                       "more GPUs, and an all-reduce on every layer", step=1)]  # fmt: skip
     if not acts:
         # Nothing to search with: more GPUs (TP) first, a quantized checkpoint second.
         acts = [Action("tensor_parallel_size", "raise", None, why + ": spread them over more",

@@ -111,15 +111,27 @@ _FOUR_BIT = re.compile(r"awq|gptq|int4|4bit|4-bit|nf4|w4a16", re.IGNORECASE)
 _EIGHT_BIT = re.compile(r"fp8|int8|8bit|8-bit|w8a8", re.IGNORECASE)
 
 
+def params_b_from_name(name: str) -> float | None:
+    """Billions of parameters the model's name carries ("Llama-2-70b-hf": 70), or None."""
+    match = _PARAMS_IN_NAME.search(os.path.basename(str(name).rstrip("/")))
+    if match is None:
+        return None
+    return float(match.group(2)) * (int(match.group(1)) if match.group(1) else 1)
+
+
+def bytes_per_param_from_name(name: str) -> float | None:
+    """Bytes per weight the name says (4-bit 0.55, 8-bit 1.0), None when it says none."""
+    return 0.55 if _FOUR_BIT.search(name) else 1.0 if _EIGHT_BIT.search(name) else None
+
+
 def weights_gib_from_name(name: str) -> float | None:
     """All the weights in GiB, from the parameter count a model's name carries and the
     bits its name says (None when the name carries no count). Coarse by design: for when
     no config is at hand."""
-    match = _PARAMS_IN_NAME.search(os.path.basename(str(name).rstrip("/")))
-    if match is None:
+    params_b = params_b_from_name(name)
+    if params_b is None:
         return None
-    params_b = float(match.group(2)) * (int(match.group(1)) if match.group(1) else 1)
-    per_param = 0.55 if _FOUR_BIT.search(name) else 1.0 if _EIGHT_BIT.search(name) else 2.0
+    per_param = bytes_per_param_from_name(name) or 2.0
     return params_b * 1e9 * per_param / 2**30
 
 

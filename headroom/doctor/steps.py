@@ -52,7 +52,14 @@ _ID_ORDER = (
 )
 
 
+# Findings from the command line alone (rules_preflight): after every error and warning, so
+# that a finding a real log line gives always ranks first; before the notes.
+_AFTER_WARNINGS = ("preflight-",)
+
+
 def _order(finding: Finding) -> tuple[int, int]:
+    if finding.id.startswith(_AFTER_WARNINGS):
+        return _SEVERITY_ORDER["warning"], len(_ID_ORDER) + 2
     for i, prefix in enumerate(_ID_ORDER):
         if finding.id.startswith(prefix):
             return _SEVERITY_ORDER[finding.severity], i

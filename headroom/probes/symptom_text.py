@@ -1,0 +1,140 @@
+"""Symptoms a person wrote in words, for a log that holds no vLLM error line at all.
+
+An incident often comes as an issue title or one sentence ("Runing API OOM", "Gemma OOM",
+"OOM when 1 gpu, even though I have multi-gpu", "显存不足") instead of vLLM's own error
+text. The catalog (vllm_catalog) knows vLLM's and PyTorch's wordings; this module knows the
+few words people use for the same failures, and yields the event the log reader gives for a
+real line whose phase the log does not say:
+
+- running out of GPU memory ("OOM", "CUDA OOM", "out of GPU memory", "not enough VRAM", ...)
+  -> a `cuda_oom` event, as PyTorch's "CUDA out of memory" line gives;
+- too little KV cache in words ("not enough KV cache", "KV cache too small")
+  -> a `no_cache_memory` event, as vLLM's "No available memory for the cache blocks" gives.
+
+A hang is not recognised: it has no one cause (NCCL, Ray, loading, compiling) and so no
+knob the table would turn for it.
+
+Conservative by design, because a wrong symptom turns knobs: only when the catalog found no
+error (`text_symptoms`), never on a line with vLLM's logger prefix (vLLM's own hints say
+"This may cause OOM", "to avoid RAM OOM"), never on a client's quoted text, code, a hedge
+("may OOM", "to avoid OOM", "without OOM") or a host-memory OOM (RAM, the kernel's
+OOM killer, /dev/shm), which no GPU knob fixes. Never raises on any input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
+
+__all__ = ["symptom_of_line", "text_symptoms"]
+
+_MAX_CHARS = 2000  # a sentence or a title; the rest of a pasted megabyte line is not words
+
+# "OOM", "OOMs", "OOM'd", "OOMing", "CUDA OOM", "GPU-OOM": the word alone, not "OOMKilled",
+# "oom_score_adj" or "OOM-killer" (the kernel's, host memory).
+_OOM_WORD = r"(?<![\w-])(?:(?:CUDA|GPU|VRAM)[ _-]?)?OOM(?:s|'?d|'?ed|ing)?(?![\w-])"
+_GPU_MEMORY = r"(?:GPU|CUDA|device|video|graphics(?: card)?)\s+memory|VRAM|GPU\s+RAM"
+_OOM_PHRASES = (
+    _OOM_WORD,
+    r"\bout[ -]of[ -]memory\b",
+    r"\bOutOfMemory",
+    rf"\bout\s+of\s+(?:{_GPU_MEMORY})",
+    rf"\b(?:not\s+enough|insufficient|no\s+more|ran\s+out\s+of|runs?\s+out\s+of)\s+(?:free\s+)?(?:{_GPU_MEMORY})",
+    rf"(?:{_GPU_MEMORY})\s+(?:is\s+|was\s+)?(?:not\s+enough|insufficient|exhausted)",
+    # Chinese: 显存 is the GPU's own memory (内存, host memory, is not matched)
+    r"显存(?:不足|不够|溢出|爆|耗尽)|爆显存",
+)
+_KV_CACHE = r"KV[ -]?cache"
+_KV_PHRASES = (
+    rf"\b(?:not\s+enough|insufficient)\s+(?:GPU\s+)?(?:memory\s+for\s+(?:the\s+)?)?{_KV_CACHE}",
+    rf"\bno\s+(?:available\s+)?(?:memory|space|room)\s+(?:left\s+)?for\s+(?:the\s+)?{_KV_CACHE}",
+    rf"\b{_KV_CACHE}\s+(?:memory\s+)?(?:is\s+|was\s+)?(?:too\s+small|not\s+enough|insufficient)",
+)
+_OOM = re.compile("|".join(f"(?:{p})" for p in _OOM_PHRASES), re.IGNORECASE)
+_KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), re.IGNORECASE)
+
+# Host memory or the kernel's OOM killer: no GPU knob fixes these.
+_HOST_MEMORY = re.compile(
+    r"(?<!GPU )(?<!video )\bRAM\b|\bCPU\b|\bhost\s+memory|\bsystem\s+memory|\bSMEM\b|"
+    r"shared\s+memory|/dev/shm|\bshm\b|\bswap\b|\bdisk\b|oom[-_ ]?kill|\bKilled\b|"
+    r"exit\s+code\s+137|\bcgroup|内存",
+    re.IGNORECASE,
+)
+# A hedge or a negation in the clause before the symptom: advice or a wish, not a report.
+_HEDGE = re.compile(
+    r"\b(?:may|might|could|would|can|cannot|can't|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|"
+    r"risk(?:s|ed|ing)?|if|whether|without|no|not|never|reduce[sd]?|reducing)\b[^.;:!?]*$",
+    re.IGNORECASE,
+)
+_CODE = re.compile(
+    r"""^\s*(?:File\s+"|#|if\s|elif\s|except\b|raise\s|def\s|return\b|import\s|from\s\S+\s+import|"""
+    r"""assert\s|[\w.]+\s*=[^=])""",
+)
+_URL = re.compile(r"\S+://\S+")
+# Every phrase above holds one of these (lower case): the cheap test before any regex.
+_NEEDLES = ("oom", "memory", "vram", "gpu ram", "kv", "显存")
+
+
+def _clause_before(text: str, start: int) -> str:
+    """The words of the symptom's own clause before it (a hedge further back is another
+    sentence: "Can I use model parallelism? I faced a problem that OOM ...")."""
+    before = text[:start]
+    cut = max(before.rfind(c) for c in ".;:!?\n")
+    return before[cut + 1 :]
+
+
+def _reported(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether a match of `pattern` in `text` reads as a report (no hedge before it)."""
+    for match in pattern.finditer(text):
+        if not _HEDGE.search(_clause_before(text, match.start())):
+            return True
+    return False
+
+
+def symptom_of_line(line: object, lineno: int | None = None) -> LogEvent | None:
+    """The symptom one line of human text names, as the log reader's event, or None.
+    Never raises: anything not a non-empty str is None."""
+    if not isinstance(line, str) or not line.strip():
+        return None
+    text = line[:_MAX_CHARS]
+    low = text.lower()
+    if not any(n in low for n in _NEEDLES):
+        return None  # most lines: no regex at all
+    try:
+        if split_prefix(text)[0] is not None or is_client_text(text) or _CODE.match(text):
+            return None  # vLLM's own log line, a client's text, or a line of code
+    except Exception:  # a reader of untrusted text must not stop the doctor
+        return None
+    words = _URL.sub(" ", text)
+    if _HOST_MEMORY.search(words):
+        return None
+    if _reported(_KV_SHORT, words):
+        return LogEvent("no_cache_memory", "error", line.strip(), {"from_words": True},
+                        lineno, signature="words_kv_cache_short")  # fmt: skip
+    if _reported(_OOM, words):
+        return LogEvent("cuda_oom", "error", line.strip(), {"from_words": True}, lineno,
+                        signature="words_gpu_oom")  # fmt: skip
+    return None
+
+
+def text_symptoms(
+    lines: Iterable[object], events: Sequence[LogEvent] = (), first_lineno: int = 1
+) -> list[LogEvent]:
+    """The symptoms named in words, one event per kind (the first line that names it), only
+    when the log reader's `events` hold no error: a real vLLM error line always wins, and a
+    line the catalog recognised (a pasted preemption warning says "not enough KV cache
+    space") is vLLM's, not words. `first_lineno` numbers the first of `lines` (a digest that
+    kept only its tail)."""
+    if any(getattr(e, "severity", None) == "error" for e in events):
+        return []
+    known = {getattr(e, "lineno", None) for e in events}
+    found: dict[str, LogEvent] = {}
+    for offset, line in enumerate(lines):
+        if first_lineno + offset in known:
+            continue
+        event = symptom_of_line(line, first_lineno + offset)
+        if event is not None:
+            found.setdefault(event.kind, event)
+    return list(found.values())
