@@ -10,6 +10,7 @@ from __future__ import annotations
 from headroom.doctor import (
     rules_catalog,
     rules_compat,
+    rules_defaults,
     rules_gpu,
     rules_memory_gate,
     rules_multinode,
@@ -64,6 +65,7 @@ def all_rules():
     return (
         rules_startup.RULES
         + rules_oom.RULES
+        + rules_defaults.RULES
         + rules_memory_gate.RULES
         + rules_parallel.RULES
         + rules_runtime.RULES

@@ -35,6 +35,9 @@ _ID_ORDER = (
     "shm-full",
     "nccl-error",
     "nccl-watchdog-timeout",
+    # a default the user never set sized the start-up profile: before the generic KV / OOM
+    # answers, after every cause those rules find on their own (weights, other processes)
+    "release-default-max-num-seqs",
     "no-cache-memory",
     "cuda-oom",
     "max-seq-len-exceeds-kv",

@@ -19,40 +19,70 @@ UNKNOWN_RELEASE_SPAN = ("0.8.5", "0.10.2", "0.19.0", NEWEST_KNOWN)
 
 # (first release, what changed, where it was read) -- oldest first.
 RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
+    ("0.2.7", "Defaults when the user sets nothing: max_num_seqs 256, enforce_eager False (CUDA "
+     "graphs captured for batch sizes 1, 2, 4, 8..256, up to max_num_seqs, contexts up to "
+     "max_context_len_to_capture 8192), gpu_memory_utilization 0.9.",
+     "0.2.7 vllm/engine/arg_utils.py EngineArgs, vllm/worker/model_runner.py "
+     "_BATCH_SIZES_TO_CAPTURE"),
     ("0.5.5", "V0 engine. Profile run: one prefill of max_num_batched_tokens split over "
      "max_num_seqs (256) dummy sequences; its torch peak is the activation. Chunked prefill is "
      "on by default only for max_model_len > 32K (CUDA, no sliding window); then "
      "max_num_batched_tokens = 512, else max(max_model_len, 2048): 0.5/0.6 profile a whole "
      "max_model_len prefill. Non-torch memory (CUDA context, NCCL, custom all-reduce) counts "
-     "in the budget. KV check: max_model_len <= num_gpu_blocks x block_size (no null block).",
+     "in the budget. KV check: max_model_len <= num_gpu_blocks x block_size (no null block). "
+     "Encoder-decoder models are forced eager when enforce_eager is unset.",
      "0.5.5/0.6.4 vllm/config.py SchedulerConfig.__init__, vllm/engine/arg_utils.py "
-     "create_engine_config (use_long_context), vllm/worker/model_runner.py profile_run"),
+     "create_engine_config (use_long_context), vllm/worker/model_runner.py profile_run; "
+     "0.5.5 vllm/config.py ModelConfig (is_encoder_decoder -> enforce_eager)"),
+    ("0.6.4", "Encoder-decoder multimodal models (mllama, Llama-3.2-Vision) are no longer forced "
+     "eager: CUDA graphs by default. Their profile run builds max_num_seqs dummy sequences, "
+     "EACH with a whole encoder input (max image tiles), so the vision encoder runs over "
+     "max_num_seqs images: 256 by default (vLLM's vision example runs mllama with "
+     "max_num_seqs=16, enforce_eager=True).",
+     "0.6.4 vllm/config.py ModelConfig (enforce_eager None -> False), "
+     "vllm/worker/enc_dec_model_runner.py profile_run, models/mllama.py "
+     "dummy_encoder_data_for_mllama; examples/offline_inference_vision_language.py run_mllama"),
     ("0.7.0", "V0: with chunked prefill on, max_num_batched_tokens defaults to 2048 (was 512).",
      "0.7.3 vllm/config.py SchedulerConfig.__post_init__"),
     ("0.8.0", "V1 engine by default (VLLM_USE_V1=1): chunked prefill always on; "
      "max_num_batched_tokens 8192 on H100/H200 (by name), else 2048 (`vllm serve`); "
-     "max_num_seqs 1024. Budget = total x utilization - (torch peak + all non-torch memory, "
-     "CUDA context included). CUDA graphs are captured after the KV cache is sized: outside "
-     "the budget.",
+     "max_num_seqs 1024 on EVERY GPU (V0: 256). Budget = total x utilization - (torch peak + "
+     "all non-torch memory, CUDA context included). CUDA graphs for batch sizes 1, 2, 4, "
+     "8..512, captured after the KV cache is sized: outside the budget. The profile run "
+     "also warms the sampler over max_num_seqs dummy requests, and a multimodal model's "
+     "encoder over min(encoder budget / tokens per item, max_num_seqs x items per prompt) "
+     "dummy items.",
      "0.8.0 vllm/envs.py VLLM_USE_V1, vllm/engine/arg_utils.py _override_v1_engine_args, "
-     "vllm/v1/worker/gpu_worker.py determine_available_memory"),
+     "vllm/v1/worker/gpu_worker.py determine_available_memory; 0.7.3/0.8.5 vllm/config.py "
+     "CompilationConfig batch_size_capture_list, vllm/v1/worker/gpu_model_runner.py "
+     "profile_run, _dummy_sampler_run"),
     ("0.8.5", "V1: batch defaults by memory: >= 70 GiB -> 8192 tokens / 1024 seqs, else "
-     "2048 / 256. The block pool keeps one null block out of the requests' blocks.",
-     "0.8.5 vllm/engine/arg_utils.py, vllm/v1/core/block_pool.py (null_block = popleft())"),
+     "2048 / 256 (vllm PR #16158 reverted max_num_seqs to V0's 256 below 70 GiB after OOM "
+     "reports; merged after 0.8.3, read in 0.8.5). The block pool keeps one null block out "
+     "of the requests' blocks.",
+     "0.8.5 vllm/engine/arg_utils.py _set_default_args_v1, vllm/v1/core/block_pool.py "
+     "(null_block = popleft()); vllm-project/vllm#16158"),
     ("0.9.0", "V1: the >= 70 GiB batch default leaves out the A100. Memory is profiled "
      "against a snapshot taken at start-up: only non-torch memory that grows after it "
      "(NCCL, custom all-reduce) counts, not the CUDA context (checked in 0.9.2; 0.8.5 still "
      "counted all of it).",
      "0.9.2 vllm/engine/arg_utils.py, vllm/v1/worker/gpu_worker.py memory_profiling"),
-    ("0.10.2", "--kv-cache-memory-bytes sets the KV cache per GPU and skips the budget.",
-     "0.10.2 vllm/config/cache.py CacheConfig.kv_cache_memory_bytes, gpu_worker.py"),
+    ("0.10.2", "--kv-cache-memory-bytes sets the KV cache per GPU and skips the budget. "
+     "Default max_num_seqs is capped at max_num_batched_tokens; CUDA graphs are captured up "
+     "to min(2 x max_num_seqs, 512).",
+     "0.10.2 vllm/config/cache.py CacheConfig.kv_cache_memory_bytes, gpu_worker.py; "
+     "vllm/engine/arg_utils.py _set_default_args_v1, vllm/config/__init__.py "
+     "VllmConfig (max_graph_size)"),
     ("0.20.0", "Default gpu_memory_utilization 0.92 (was 0.9), and CUDA graph memory is "
      "estimated during profiling and taken out of the budget "
      "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1; 0 in 0.19.0, although the "
      "log line says 'default since v0.21.0').",
      "0.19.0/0.20.0 vllm/config/cache.py, vllm/envs.py, vllm/v1/worker/gpu_worker.py"),
     ("0.22.0", "V1: >= 160 GiB GPUs default to 16384 tokens / 1024 seqs (not in 0.21.0; in "
-     "0.33.0).", "0.21.0 and 0.33.0 vllm/engine/arg_utils.py get_batch_defaults"),
+     "0.33.0). 0.33.0: GB10 stays on the small tier (2048 / 256); CUDA graphs up to "
+     "min(2 x max_num_seqs x decode query length, 512), 1024 on Blackwell (family 100).",
+     "0.21.0 and 0.33.0 vllm/engine/arg_utils.py get_batch_defaults; 0.33.0 "
+     "vllm/config/vllm.py (default_max_graph_size)"),
 )  # fmt: skip
 # Facts that hold in every release read: block size 16 on CUDA; KV bytes per token =
 # 2 x layers x KV heads / TP x head_dim x dtype bytes (MLA: one latent of kv_lora_rank +

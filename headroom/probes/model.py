@@ -78,6 +78,7 @@ class ModelShape:
     shared_expert_intermediate_size: int | None = None
     unread: tuple[str, ...] = ()  # core facts the config did not give (sizing needs them)
     assumed: tuple[str, ...] = ()  # facts taken from transformers' defaults for the model type
+    modality_keys: tuple[str, ...] = ()  # vision_config / audio_config / is_encoder_decoder
 
     @property
     def sizable(self) -> bool:
@@ -130,6 +131,7 @@ def shape_from_config(config: Mapping, name: str) -> ModelShape:
         shared_expert_intermediate_size=v["shared_expert_intermediate_size"] or None,
         unread=facts.unread,
         assumed=facts.assumed,
+        modality_keys=facts.modality_keys,
     )
 
 

@@ -135,6 +135,9 @@ class ConfigFacts:
     tie_word_embeddings: bool | None
     unread: tuple[str, ...]  # core facts no alias gave
     assumed: tuple[str, ...]  # facts taken from the model type's transformers defaults
+    # which of vision_config / audio_config / is_encoder_decoder (true) the config has: a
+    # multimodal or encoder-decoder model, whatever its architecture is called
+    modality_keys: tuple[str, ...] = ()
 
 
 def _lookup(config: Mapping, path: str) -> Any:
@@ -272,4 +275,14 @@ def read_config(config: Mapping) -> ConfigFacts:
         tie_word_embeddings=tie if isinstance(tie, bool) else None,
         unread=tuple(n for n in CORE if not values.get(n)),
         assumed=tuple(assumed),
+        modality_keys=_modality_keys(config),
     )
+
+
+_MODALITY_KEYS = ("vision_config", "audio_config", "vision_tower", "is_encoder_decoder")
+
+
+def _modality_keys(config: Mapping) -> tuple[str, ...]:
+    """The keys that say the model reads more than text, or has an encoder (a false
+    is_encoder_decoder, or an empty sub-config, says nothing)."""
+    return tuple(key for key in _MODALITY_KEYS if config.get(key))

@@ -1,0 +1,207 @@
+"""Memory failures whose cause is a release's DEFAULT or the model family's profile, not a flag.
+
+When the user did not set max_num_seqs, vLLM picks it (versions.RELEASE_TABLE, read from each
+release's arg_utils.py): 256 in V0; 1024 on every GPU in V1 0.8.0-0.8.4 (vllm PR #16158
+put it back to 256 below 70 GiB after OOM reports); from 0.8.5 1024 only on GPUs of 70 GiB
+and more. The start-up profile sizes its dummy batch by it: V1 warms the sampler over
+max_num_seqs requests; a multimodal model's encoder runs over up to max_num_seqs x items per
+prompt dummy items; an encoder-decoder model (mllama, Llama-3.2-Vision) gives EACH of
+max_num_seqs dummy sequences a whole encoder input in V0 (enc_dec_model_runner.profile_run).
+
+So a memory failure at start-up (a CUDA OOM, or no memory left for the KV cache) with
+max_num_seqs unset is answered with max_num_seqs first, lowered to what the table justifies,
+when: the model is encoder-decoder or multimodal (config, name, or a traceback frame in its
+vLLM module), or the release's default is large for the GPU (1024 below 70 GiB), or the text
+says it worked on an older release whose default was lower ("ok in 0.7.2"). Lowering
+max_num_seqs lowers memory: the same direction as the OOM's (lower utilization, eager, fewer
+batched tokens); for a KV shortage it is the table's "fewer sequences", and the KV budget
+raise stays the next action.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor import actions as A
+from headroom.doctor.findings import Finding, compact_actions
+from headroom.doctor.model_family import ModelFamily, model_family
+from headroom.doctor.release_defaults import (
+    V0_MAX_NUM_SEQS,
+    ReleaseDefaults,
+    changed_defaults,
+    possible_defaults,
+    seqs_target,
+    seqs_text,
+)
+from headroom.doctor.rules_oom import (
+    _foreign_gib,
+    _foreign_matters,
+    _oom_phase,
+    _v0_whole_prompt_profile,
+    _weights_do_not_fit,
+)
+from headroom.doctor.version_claims import Regression, stated_regression
+from headroom.doctor.versions import (
+    default_utilization,
+    effective_version,
+    format_version,
+    parse_version,
+)
+
+FINDING_ID = "release-default-max-num-seqs"
+LARGE_TIER_GIB = 70.0  # arg_utils: device_memory >= 70 GiB gets the large defaults
+# OOM phases other rules answer on their own evidence (the weights, sleep mode, the KV
+# allocation, CUDA-graph capture, the sampler warm-up that already says max_num_seqs).
+_OTHER_PHASES = {"weights", "sleep-wake", "kv-alloc", "graphs", "sampler"}
+
+
+def _memory_failure(ctx) -> tuple[str, object] | None:
+    """("oom" | "kv", event) for a start-up memory failure this rule may explain."""
+    ooms = ctx.of("cuda_oom")
+    if ooms:
+        event = ooms[0]
+        if _oom_phase(ctx, event) in _OTHER_PHASES or _weights_do_not_fit(ctx):
+            return None
+        total = event.fields.get("total_gib")
+        total = float(total) if isinstance(total, int | float) else None
+        if _foreign_matters(ctx, _foreign_gib(event.line), total):
+            return None
+        return "oom", event
+    kv = ctx.of("no_cache_memory")
+    return ("kv", kv[0]) if kv else None
+
+
+def _gpu(ctx) -> tuple[float | None, str]:
+    if ctx.gpu is not None:
+        return ctx.gpu.min_usable_gib, ctx.gpu.name
+    total = ctx.gpu_total
+    return (total[0] if total else None), ""
+
+
+def _max_len(ctx) -> int | None:
+    shape = ctx.model_read
+    return ctx.knobs.max_model_len or getattr(shape, "max_position_embeddings", None)
+
+
+def _regression_changes(
+    regression: Regression | None, now: list[ReleaseDefaults], gib, name, tokens_known, **kw
+) -> tuple[list[str], bool]:
+    """The defaults that changed from the release that worked to this one (per GPU tier when
+    the GPU is not known and the tiers differ), and whether max_num_seqs went up."""
+    if regression is None or regression.good is None:
+        return [], False
+    before = possible_defaults(regression.good, gib, name, **kw)
+    pairs = [(before[0] if len(before) == 1 else old, new) for old, new in zip(before * 2, now)]
+    per_tier = [changed_defaults(old, new, tokens_known) for old, new in pairs]
+    raised = any(new.max_num_seqs > old.max_num_seqs for old, new in pairs)
+    if all(lines == per_tier[0] for lines in per_tier):
+        return per_tier[0], raised
+    lines = [f"{line} (on a {new.gpu_gib:.0f} GiB GPU)"
+             for (_, new), found in zip(pairs, per_tier) for line in found]  # fmt: skip
+    return lines, raised
+
+
+def _large_for_gpu(defaults: list[ReleaseDefaults]) -> ReleaseDefaults | None:
+    """The default that is above V0's 256 on a GPU under 70 GiB (0.8.0-0.8.4's 1024)."""
+    for d in defaults:
+        if d.max_num_seqs > V0_MAX_NUM_SEQS and d.gpu_gib < LARGE_TIER_GIB:
+            return d
+    return None
+
+
+def _family_lines(family: ModelFamily) -> list[str]:
+    if family.encoder_decoder:
+        return [
+            f"encoder-decoder multimodal model ({family.how})",
+            "its start-up profile gives EACH of max_num_seqs dummy sequences a whole encoder "
+            "input (V0 enc_dec_model_runner.profile_run): the vision encoder runs over "
+            "max_num_seqs images; vLLM's vision example runs mllama with max_num_seqs=16 and "
+            "enforce_eager=True",
+        ]
+    return [
+        f"multimodal model ({family.how})",
+        "its start-up profile runs the encoder over up to max_num_seqs x items per prompt "
+        "dummy items and (V1) the sampler over max_num_seqs requests; vLLM's vision example "
+        "warns that the default max_num_seqs may OOM on lower-end GPUs",
+    ]
+
+
+def release_default_max_num_seqs(ctx) -> list[Finding]:
+    if ctx.knobs.max_num_seqs is not None:
+        return []  # the user chose it: not a default
+    failure = _memory_failure(ctx)
+    if failure is None:
+        return []
+    kind, event = failure
+    regression = stated_regression(ctx.raw_lines)
+    stated = parse_version(ctx.version) or (regression.bad if regression else None)
+    version = stated or effective_version(None)
+    util = ctx.knobs.gpu_memory_utilization
+    if util is not None and util > default_utilization(version) + 1e-9:
+        return []  # a utilization the user raised is the first suspect (rules_oom says so)
+    family = model_family(ctx)
+    enc_dec = bool(family and family.encoder_decoder)
+    gib, name = _gpu(ctx)
+    max_len = _max_len(ctx)
+    kw = {"max_model_len": max_len or 8192, "encoder_decoder": enc_dec}
+    now = possible_defaults(version, gib, name, **kw)
+    changes, raised = _regression_changes(regression, now, gib, name, max_len is not None, **kw)
+    large = _large_for_gpu(now) if stated else None
+    # A decoder-only multimodal model on V0 with the default batch budget profiles one whole
+    # max_model_len prefill first (rules_oom's answer: max_model_len); not so an encoder-decoder.
+    multimodal = bool(family and (enc_dec or (kind == "oom" and not _v0_whole_prompt_profile(ctx))))
+    if not (multimodal or large or raised):
+        return []
+    current = max(d.max_num_seqs for d in now)
+    if enc_dec:
+        target = seqs_target(now[0], encoder_decoder=True)
+    elif large or raised:
+        target = V0_MAX_NUM_SEQS
+    else:
+        target = min(seqs_target(d, encoder_decoder=False) for d in now)
+    ver_text = format_version(version)
+    applies = f"applies {seqs_text(now)} (versions.RELEASE_TABLE, from its arg_utils.py)"
+    if enc_dec and now[0].engine == "V0" and version >= (0, 8, 0):
+        where = f"vLLM {ver_text}" if stated else "a release that is not known"
+        said = (
+            f"max_num_seqs was not set: {where} runs encoder-decoder models on V0, which {applies}"
+        )
+    elif stated:
+        said = f"max_num_seqs was not set: vLLM {ver_text} {applies}"
+    else:
+        said = (
+            f"max_num_seqs was not set; the release is not known: the newest, {ver_text}, {applies}"
+        )
+    evidence = [event.line.strip()[:300], said]
+    if family is not None:
+        evidence += _family_lines(family)
+    if large is not None:
+        evidence.append(
+            f"{large.max_num_seqs} sequences is V1's default on every GPU in 0.8.0-0.8.4; "
+            "vLLM put it back to 256 below 70 GiB (PR #16158) after OOM reports"
+        )
+    if regression is not None and changes:
+        good = format_version(regression.good) if regression.good else "?"
+        evidence.append(f"stated: worked on {good} ({regression.line[:120]})")
+        evidence.append(f"defaults that changed since {good}: " + "; ".join(changes))
+    why = (
+        f"the release's default max_num_seqs ({current}) sizes the start-up profile's dummy "
+        f"batch; {target} is what the table justifies"
+    )
+    acts = [A.lower_max_num_seqs(current, target, why)]
+    graphs = any(d.cuda_graphs for d in now) and not ctx.knobs.enforce_eager
+    if kind == "oom":
+        if graphs:
+            acts.append(A.enforce_eager("no CUDA-graph pools (captured up to batch "
+                                        f"{max(d.largest_graph_batch for d in now)})"))  # fmt: skip
+        acts.append(A.lower_utilization(ctx, None, "more room outside vLLM's budget"))
+        title = f"Out of GPU memory with the release's default max_num_seqs ({current})"
+    else:
+        if enc_dec and graphs:
+            acts.append(A.enforce_eager("CUDA graphs do not suit the cross-attention layers"))
+        acts.append(A.raise_kv_budget(ctx, None, "more memory for the KV cache"))
+        title = (
+            f"No memory left for the KV cache with the release's default max_num_seqs ({current})"
+        )
+    return [Finding(FINDING_ID, 4, "error", title, tuple(evidence), compact_actions(acts))]
+
+
+RULES = (release_default_max_num_seqs,)
