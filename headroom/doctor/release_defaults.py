@@ -8,7 +8,7 @@ turned: the evidence is the default itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from headroom.doctor.versions import (
     batch_defaults,
@@ -91,7 +91,8 @@ def possible_defaults(
     if usable_gib:
         return [release_defaults(version, usable_gib, gpu_name, **kw)]
     found = [release_defaults(version, gib, "", **kw) for gib in (SMALL_GPU_GIB, LARGE_GPU_GIB)]
-    return found[:1] if found[0] == found[1] else found
+    same = replace(found[1], gpu_gib=found[0].gpu_gib) == found[0]
+    return found[:1] if same else found
 
 
 def seqs_text(defaults: list[ReleaseDefaults]) -> str:

@@ -45,6 +45,7 @@ from headroom.doctor.versions import (
     format_version,
     parse_version,
 )
+from headroom.probes.vllm_log import LogEvent
 
 FINDING_ID = "release-default-max-num-seqs"
 LARGE_TIER_GIB = 70.0  # arg_utils: device_memory >= 70 GiB gets the large defaults
@@ -53,20 +54,29 @@ LARGE_TIER_GIB = 70.0  # arg_utils: device_memory >= 70 GiB gets the large defau
 _OTHER_PHASES = {"weights", "sleep-wake", "kv-alloc", "graphs", "sampler"}
 
 
-def _memory_failure(ctx) -> tuple[str, object] | None:
+def _memory_failure(ctx) -> tuple[str, LogEvent] | None:
     """("oom" | "kv", event) for a start-up memory failure this rule may explain."""
     ooms = ctx.of("cuda_oom")
     if ooms:
         event = ooms[0]
         if _oom_phase(ctx, event) in _OTHER_PHASES or _weights_do_not_fit(ctx):
             return None
-        total = event.fields.get("total_gib")
-        total = float(total) if isinstance(total, int | float) else None
+        total = _gib(event.fields, "total_gib")
         if _foreign_matters(ctx, _foreign_gib(event.line), total):
+            return None
+        held = _gib(event.fields, "process_gib")
+        if total and held and held > total * ctx.utilization:
+            # The process already holds more than its budget: the KV cache was allocated, so
+            # this is not the start-up profile (that runs before the KV cache exists).
             return None
         return "oom", event
     kv = ctx.of("no_cache_memory")
     return ("kv", kv[0]) if kv else None
+
+
+def _gib(fields, key: str) -> float | None:
+    value = fields.get(key)
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _gpu(ctx) -> tuple[float | None, str]:
@@ -89,13 +99,17 @@ def _regression_changes(
     if regression is None or regression.good is None:
         return [], False
     before = possible_defaults(regression.good, gib, name, **kw)
-    pairs = [(before[0] if len(before) == 1 else old, new) for old, new in zip(before * 2, now)]
+    # One entry per GPU tier; a release whose defaults do not depend on the GPU has one.
+    tiers = max(len(before), len(now))
+    pairs = [(before[min(i, len(before) - 1)], now[min(i, len(now) - 1)]) for i in range(tiers)]
     per_tier = [changed_defaults(old, new, tokens_known) for old, new in pairs]
     raised = any(new.max_num_seqs > old.max_num_seqs for old, new in pairs)
     if all(lines == per_tier[0] for lines in per_tier):
         return per_tier[0], raised
-    lines = [f"{line} (on a {new.gpu_gib:.0f} GiB GPU)"
-             for (_, new), found in zip(pairs, per_tier) for line in found]  # fmt: skip
+    lines = []
+    for (old, new), found in zip(pairs, per_tier, strict=True):
+        gib_text = f"{max(old.gpu_gib, new.gpu_gib):.0f}"
+        lines += [f"{line} (on a {gib_text} GiB GPU)" for line in found]
     return lines, raised
 
 

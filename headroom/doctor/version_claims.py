@@ -32,7 +32,7 @@ _FROM_TO = re.compile(
 # "after upgrading to 0.8.3", "since 0.8.0", "in 0.8.3", "on vllm 0.8.3"
 _BAD = re.compile(
     rf"\b(?:upgrad\w*|updat\w*|bump\w*|mov\w*|switch\w*)\s+(?:vllm\s+)?to\s+{_VLLM}{_V}|"
-    rf"\b(?:since|in|on|with|using)\s+{_VLLM}{_V}",
+    rf"\b(?:since|in|on|with|using)\s+{_VLLM}{_V}|\bvllm\s*(?:==|version\s*)?\s*{_V}",
     re.IGNORECASE,
 )
 # "0.8.3 OOMs", "v0.8.3 fails", "0.8.3 crashes with out of memory"

@@ -222,3 +222,15 @@ def test_cli_prints_text_and_json(tmp_path, capsys) -> None:
     assert data["num_kv_heads"] == 8 and data["kv_bytes_per_token_16bit"] == 131072
     assert model_cli.main([str(tmp_path / "missing")]) == 1
     assert "never downloads" in capsys.readouterr().err
+
+
+def test_modality_keys_say_what_the_config_reads_besides_text() -> None:
+    """A vision/audio sub-config or a true is_encoder_decoder is kept (the doctor's model
+    family reads it); an empty sub-config or a false flag says nothing."""
+    gemma3 = {**LLAMA_8B, "architectures": ["Gemma3ForConditionalGeneration"],
+              "vision_config": {"hidden_size": 1152}}  # fmt: skip
+    assert shape_from_config(gemma3, "g").modality_keys == ("vision_config",)
+    whisper = {**LLAMA_8B, "is_encoder_decoder": True, "audio_config": {"d_model": 1280}}
+    assert shape_from_config(whisper, "w").modality_keys == ("audio_config", "is_encoder_decoder")
+    plain = {**LLAMA_8B, "vision_config": {}, "is_encoder_decoder": False}
+    assert shape_from_config(plain, "p").modality_keys == ()
