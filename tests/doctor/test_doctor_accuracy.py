@@ -22,8 +22,8 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 107, "right_knob": 97},
-    "validation": {"right_step": 58, "right_knob": 48},
+    "train": {"right_step": 111, "right_knob": 104},
+    "validation": {"right_step": 59, "right_knob": 50},
 }
 
 
