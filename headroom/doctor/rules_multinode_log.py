@@ -89,6 +89,33 @@ def placement_from_log(ctx) -> list[Finding]:
     ]
 
 
+def _ray_backend(ctx) -> bool:
+    return str(ctx.arg("distributed_executor_backend") or "").strip().lower() == "ray"
+
+
+def _local_world_size_bug(event, tp: int, per_node: int, new_pp: int) -> Finding:
+    """The worker's local_world_size check with Ray: local_world_size comes from --nnodes,
+    which only the "mp" backend sets, so under Ray it is the whole TP and the check fires on
+    every cross-node TP (vLLM PR #28873; 0.32 skips the check for Ray). A vLLM bug, not the
+    layout: Ray runs TP across nodes. TP in a node with PP across is the table's step 3 and
+    also starts on such a release, so it stays in the evidence, not as the fix."""
+    return Finding(
+        "local-world-size-ray-bug",
+        None,
+        "error",
+        "vLLM counted the whole TP against one node's GPUs under Ray (a vLLM bug: upgrade)",
+        (
+            event.line.strip()[:400],
+            f"not a configuration problem: with Ray, TP {tp} over nodes of {per_node} GPUs is "
+            "allowed; releases that set local_world_size from --nnodes refuse it (fixed in "
+            "vLLM, 0.32 skips the check for Ray)",
+            f"on this release, TP {per_node} x PP {new_pp} starts too (TP inside a node, PP "
+            "across the nodes)",
+        ),
+        (),
+    )
+
+
 def tp_spread_from_log(ctx) -> list[Finding]:
     event = _first(ctx, "tp_spread_nodes", "local_world_size_exceeds")
     if event is None:
@@ -104,6 +131,8 @@ def tp_spread_from_log(ctx) -> list[Finding]:
     if not (tp_i and per_i and tp_i > per_i):
         return []
     new_pp = -(-tp_i * ctx.knobs.pp // per_i)
+    if event.kind == "local_world_size_exceeds" and _ray_backend(ctx):
+        return [_local_world_size_bug(event, tp_i, per_i, new_pp)]
     return [
         Finding(
             "tp-across-nodes",

@@ -372,6 +372,8 @@ value str --preemption-mode
 flag - --enable-reasoning
 flag - --use-v2-block-manager
 flag - --disable-async-output-proc
+flag - --engine-use-ray
+flag - --worker-use-ray
 """
 
 

@@ -159,7 +159,16 @@ FINDING_FOR_KIND = {
     "prompt_exceeds_kv": {"prompt-exceeds-kv"},
     "ray_shm_small": {"shm-small"},
     "worker_exception": {"engine-died"},
+    # rules_catalog_limits (texts found by scripts/catalog_coverage.py)
+    "swap_space_too_large": {"swap-space-too-large"},
+    "swap_space_large": {"swap-space-too-large"},
+    "swap_space_exhausted": {"swap-space-exhausted"},
+    "ray_driver_without_gpu": {"ray-driver-without-gpu"},
+    "quantized_tp_split": {"quantized-tp-split"},
+    "quantized_tp_unsupported": {"quantized-tp-unsupported"},
     # NOT_CONFIG: named, and no knob turned (checked below)
+    "vllm_bug": {"vllm-reported-bug"},
+    "pp_unsupported_release": {"pp-unsupported-release"},
     "memory_profiling_error": {"memory-profiling-disturbed"},
     "model_unsupported": {"model-unsupported"},
     "pp_layers_not_divisible": {"pp-layers-not-divisible"},
@@ -194,7 +203,9 @@ EVENT_RULE_KINDS = (
     "dtype_unsupported", "kv_cache_dtype_unsupported", "quantization_unsupported",
     "quantization_mismatch", "batched_tokens_too_small", "prompt_exceeds_kv", "ray_shm_small",
     "worker_exception", "memory_profiling_error", "model_unsupported", "pp_layers_not_divisible",
-    "graph_capture_failed", "cuda_illegal_memory",
+    "graph_capture_failed", "cuda_illegal_memory", "swap_space_too_large", "swap_space_large",
+    "swap_space_exhausted", "ray_driver_without_gpu", "quantized_tp_split", "quantized_tp_unsupported",
+    "vllm_bug", "pp_unsupported_release",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

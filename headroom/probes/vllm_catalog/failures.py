@@ -129,15 +129,21 @@ ENTRIES: tuple[S, ...] = (
       examples=("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models "
                 "implement the `SupportsPP` interface.",)),
     S("ray_placement_gpus", "ray_placement_failed", "error",
-      ("exceeds the total number of available GPUs in the placement group", "Cannot provide a placement group requiring"),
+      ("exceeds the total number of available GPUs in the placement group", "Cannot provide a placement group requiring",
+       "Cannot provide a placement group of placement_group_specs"),
       r"requiring (?P<gpus_required>\d+) GPUs", require_match=False, origin="raise",
       probe=("exceeds the total number of available GPUs in the placement group",
-             "Cannot provide a placement group requiring"), fields=("gpus_required",),
+             "Cannot provide a placement group requiring", "Cannot provide a placement group of "),
+      fields=("gpus_required",),
       feeds="ray-placement-failed: TP x PP is more GPUs than the Ray cluster has (lower TP/PP, or add nodes)",
       examples=("ValueError: The number of required GPUs exceeds the total number of available GPUs in the "
                 "placement group.",
                 "ValueError: Cannot provide a placement group requiring 8 GPUs (placement_group_specs=[{'GPU': 1.0}]) "
-                "within 1800 seconds.")),
+                "within 1800 seconds.",
+                # 0.5.5-0.33.0 (executor/ray_utils.py); 0.8+ adds "and `ray list nodes`"
+                "ValueError: Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0}, {'GPU': 1.0}] "
+                "within 1800 seconds. See `ray status` and `ray list nodes` to make sure the cluster has enough "
+                "resources.")),
     # --- scheduler limits -------------------------------------------------------------------
     S("batched_tokens_below_max_len", "batched_tokens_too_small", "error", ("is smaller than max_model_len",),
       r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) is smaller than max_model_len "

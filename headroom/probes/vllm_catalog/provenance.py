@@ -277,6 +277,107 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         ('ray_utils.py',),
     ),
+    'too_large_swap_space': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.2.7: vllm/config.py:314',
+            '0.10.2: vllm/config/cache.py:212',
+        ),
+        (),
+    ),
+    'possibly_too_large_swap_space': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.2.7: vllm/config.py:316',
+            '0.10.2: vllm/config/cache.py:214',
+        ),
+        ('cache.py', 'config.py'),
+    ),
+    'lack_of_cpu_swap_space': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        (
+            '0.2.7: vllm/core/scheduler.py:408',
+        ),
+        (),
+    ),
+    'ray_driver_no_gpu': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0'),
+        (
+            '0.2.7: vllm/engine/llm_engine.py:184',
+            '0.4.3: vllm/executor/ray_gpu_executor.py:127',
+            '0.5.5: vllm/executor/ray_gpu_executor.py:172, vllm/executor/ray_utils.py:113, vllm/executor/ray_utils.py:131',
+            '0.6.4.post1: vllm/executor/ray_gpu_executor.py:173, vllm/executor/ray_hpu_executor.py:167, vllm/executor/ray_utils.py:122, vllm/executor/ray_utils.py:140',
+            '0.6.6.post1: vllm/executor/ray_gpu_executor.py:171, vllm/executor/ray_hpu_executor.py:136, vllm/executor/ray_utils.py:122, vllm/executor/ray_utils.py:140',
+            '0.7.3: vllm/executor/ray_distributed_executor.py:232, vllm/executor/ray_utils.py:160, vllm/executor/ray_utils.py:178',
+            '0.32.0: vllm/v1/executor/ray_utils.py:291, vllm/v1/executor/ray_utils.py:311',
+        ),
+        (),
+    ),
+    'quantized_shard_not_divisible': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.2.7: vllm/model_executor/layers/quantization/awq.py:86, vllm/model_executor/layers/quantization/awq.py:91, vllm/model_executor/layers/quantization/gptq.py:101, vllm/model_executor/layers/quantization/gptq.py:106',
+            '0.4.3: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:92, vllm/model_executor/layers/quantization/awq.py:99',
+            '0.5.5: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:100, vllm/model_executor/layers/quantization/awq.py:93',
+            '0.6.4.post1: vllm/model_executor/layers/quantization/aqlm.py:239, vllm/model_executor/layers/quantization/aqlm.py:246, vllm/model_executor/layers/quantization/awq.py:102, vllm/model_executor/layers/quantization/awq.py:109',
+            '0.6.6.post1: vllm/model_executor/layers/quantization/aqlm.py:239, vllm/model_executor/layers/quantization/aqlm.py:246, vllm/model_executor/layers/quantization/awq.py:102, vllm/model_executor/layers/quantization/awq.py:109',
+            '0.8.5: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:105, vllm/model_executor/layers/quantization/awq.py:112',
+            '0.10.2: vllm/model_executor/layers/quantization/awq.py:147, vllm/model_executor/layers/quantization/awq.py:154, vllm/model_executor/layers/quantization/bitsandbytes.py:215, vllm/model_executor/layers/quantization/fp8.py:288',
+            '0.11.0: vllm/model_executor/layers/quantization/awq.py:147, vllm/model_executor/layers/quantization/awq.py:154, vllm/model_executor/layers/quantization/bitsandbytes.py:216, vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:579',
+            '0.32.0: vllm/model_executor/layers/quantization/auto_awq.py:821, vllm/model_executor/layers/quantization/auto_awq.py:829, vllm/model_executor/layers/quantization/fp_quant.py:124, vllm/model_executor/layers/quantization/quark/schemes/quark_w4a16_int4.py:92',
+        ),
+        (),
+    ),
+    'bnb_prequant_tp': (
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.7.3: vllm/model_executor/model_loader/loader.py:1109',
+            '0.9.2: vllm/model_executor/model_loader/bitsandbytes_loader.py:471',
+        ),
+        (),
+    ),
+    'pp_not_supported_yet': (
+        ('0.2.7', '0.3.3', '0.4.3'),
+        (
+            '0.2.7: vllm/config.py:350',
+        ),
+        (),
+    ),
+    'pp_architectures': (
+        ('0.5.5',),
+        (
+            '0.5.5: vllm/config.py:347',
+        ),
+        (),
+    ),
+    'engine_process_failed': (
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.32.0', '0.33.0'),
+        (
+            '0.6.4.post1: vllm/entrypoints/openai/api_server.py:193, vllm/entrypoints/openai/api_server.py:211, vllm/v1/engine/core.py:208',
+            '0.7.3: vllm/entrypoints/openai/api_server.py:208, vllm/entrypoints/openai/api_server.py:234',
+            '0.32.0: vllm/v1/engine/utils.py:1427',
+        ),
+        (),
+    ),
+    'v0_engine_dead': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        (
+            '0.2.7: vllm/engine/async_llm_engine.py:24',
+            '0.5.5: vllm/engine/async_llm_engine.py:65, vllm/engine/async_llm_engine.py:68, vllm/entrypoints/launcher.py:82, vllm/entrypoints/launcher.py:98',
+            '0.8.5: vllm/engine/async_llm_engine.py:68, vllm/engine/async_llm_engine.py:71',
+        ),
+        (),
+    ),
+    'vllm_says_bug': (
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.8.5: vllm/config.py:4165',
+            '0.10.2: vllm/config/__init__.py:3842',
+            '0.11.0: vllm/config/utils.py:78',
+            '0.32.0: vllm/v1/core/block_pool.py:821, vllm/v1/structured_output/backend_guidance.py:175',
+        ),
+        (),
+    ),
     'v1_max_seq_len_exceeds_kv': (
         ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
@@ -427,11 +528,13 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'ray_placement_gpus': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/engine/ray_utils.py:107',
             '0.4.3: vllm/executor/ray_utils.py:101',
-            '0.32.0: vllm/v1/executor/ray_utils.py:490',
+            '0.6.6.post1: vllm/executor/ray_utils.py:193, vllm/v1/executor/ray_utils.py:172',
+            '0.7.3: vllm/executor/ray_utils.py:234',
+            '0.32.0: vllm/v1/executor/ray_utils.py:490, vllm/v1/executor/ray_utils.py:502',
         ),
         (),
     ),

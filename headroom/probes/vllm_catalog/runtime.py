@@ -126,6 +126,6 @@ ENTRIES: tuple[S, ...] = (
     S("exception", "exception", "error", ("Error: ", "Exception: ", "Error(", "Interrupt: "),
       r"^\s*(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?:: |\()(?P<message>.*)$",
       origin="python", library="Python", fields=("type", "message"), feeds="exception (ranked below specific causes)",
-      examples=("RuntimeError: Engine process failed to start. See stack trace for the root cause.",
+      examples=("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
                 "KeyError: 'model.layers.0.mlp.experts.w2_weight'")),
 )  # fmt: skip

@@ -1,0 +1,123 @@
+"""Catalog entries found by walking vLLM's own sources (scripts/catalog_coverage.py): CPU swap
+space, the Ray driver without a GPU, quantized weights that a tensor-parallel size cannot
+split, pipeline parallelism an old release lacks, the V0 engine's death notices, and the texts
+in which vLLM itself says it hit a bug. In match order, before `failures` (whose "is not
+divisible by" needle is broader) and before the generic engine-death and exception entries."""
+
+from __future__ import annotations
+
+from headroom.probes.vllm_catalog.signature import NOT_CONFIG
+from headroom.probes.vllm_catalog.signature import Signature as S
+
+_SWAP = (r"(?P<swap_gib>[\d.]+) GiB out of the (?P<cpu_total_gib>[\d.]+) GiB total CPU memory is "
+         r"allocated for the swap space")  # fmt: skip
+_SPLIT = (r"(?P<what>\w[\w' ]*?) = (?P<partition>\d+) is not divisible\s+by\s+(?:weight quantization )?"
+          r"(?P<divisor_name>\w+) = (?P<divisor>\d+)")  # fmt: skip
+
+ENTRIES: tuple[S, ...] = (
+    # --- CPU swap space (V0: --swap-space GiB per GPU, times the TP of one node) ---------------
+    S("too_large_swap_space", "swap_space_too_large", "error", ("Too large swap space.",), _SWAP,
+      require_match=False, origin="raise", probe=("Too large swap space. ",),
+      fields=("swap_gib", "cpu_total_gib"),
+      feeds="swap-space-too-large: lower --swap-space (swap x TP above 70% of the host's RAM)",
+      examples=("ValueError: Too large swap space. 80.00 GiB out of the 62.79 GiB total CPU memory is allocated "
+                "for the swap space.",)),
+    S("possibly_too_large_swap_space", "swap_space_large", "warning", ("Possibly too large swap space.",),
+      _SWAP, require_match=False, probe=("Possibly too large swap space",),
+      fields=("swap_gib", "cpu_total_gib"),
+      feeds="swap-space-too-large (warning: swap x TP above 40% of the host's RAM)",
+      examples=("Possibly too large swap space. 32.00 GiB out of the 62.79 GiB total CPU memory is allocated for "
+                "the swap space.",)),
+    S("lack_of_cpu_swap_space", "swap_space_exhausted", "error", ("Aborted due to the lack of CPU swap space",),
+      origin="raise", probe=("Aborted due to the lack of CPU swap space",),
+      feeds="swap-space-exhausted: V0 swapped out parallel-sampling/beam groups and the CPU blocks ran out "
+            "(raise --swap-space, or fewer sequences)",
+      examples=("RuntimeError: Aborted due to the lack of CPU swap space. Please increase the swap space to "
+                "avoid this error.",)),
+    # --- Ray: the process that drives the engine holds no GPU of the placement group ------------
+    S("ray_driver_no_gpu", "ray_driver_without_gpu", "error",
+      ("Ray does not allocate any GPUs on the driver node", "is not included in a placement group"),
+      r"Driver IP: (?P<driver_ip>[\d.:a-fA-F]+)", require_match=False, origin="raise",
+      probe=("Ray does not allocate any GPUs on the driver node", "is not included in a placement "),
+      fields=("driver_ip",),
+      feeds="ray-driver-without-gpu: start vLLM on a GPU node of the Ray cluster (up to 0.5: --engine-use-ray "
+            "lets Ray place the engine)",
+      examples=("ValueError: Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray "
+                "placement group or running the driver on a GPU node.",
+                "ValueError: Ray does not allocate any GPUs on the driver node.Driver IP: 10.0.0.5, worker IPs: "
+                "['10.0.0.6', '10.0.0.6'].Consider adjusting the Ray placement group or running the driver on a "
+                "GPU node.",
+                "RuntimeError: driver node id 8f1c is not included in a placement group PlacementGroupID(4a2b). "
+                "Node id -> bundles {'9d3e': [0, 1]}. You don't have enough GPUs available in a current node. "
+                "Check `ray status` and `ray list nodes` to see if you have available GPUs in a node "
+                "`{driver_node_id}` before starting an vLLM engine.")),
+    # --- quantized weights a tensor-parallel size cannot split -------------------------------
+    S("quantized_shard_not_divisible", "quantized_tp_split", "error",
+      ("_per_partition = ", "output_partition_size = ", "of down's weight = ", "gate's and up's weight = ",
+       "is not aligned with the quantized weight shape"),
+      _SPLIT, require_match=False, origin="raise",
+      probe=("is not aligned with the quantized weight shape", "Consider reducing tensor_parallel_size or running ",
+             "is not divisible by weight quantization block_"),
+      fields=("what", "partition", "divisor_name", "divisor"),
+      feeds="quantized-tp-split (step 2): a TP whose weight shards the quantization's groups/blocks divide",
+      examples=("ValueError: Weight input_size_per_partition = 1792 is not divisible by group_size = 128. "
+                "Consider reducing tensor_parallel_size or running with --quantization gptq.",
+                "ValueError: Weight output_size_per_partition = 1848 is not divisible by  min_thread_n = 64. "
+                "Consider reducing tensor_parallel_size or running with --quantization gptq.",
+                "ValueError: Weight output_partition_size = 1536 is not divisible by weight quantization block_n "
+                "= 128.",
+                "ValueError: The input size is not aligned with the quantized weight shape. This can be caused by "
+                "too large tensor parallel size.")),
+    S("bnb_prequant_tp", "quantized_tp_unsupported", "error",
+      ("Prequant BitsAndBytes models with tensor parallelism is not supported",),
+      origin="raise", probe=("Prequant BitsAndBytes models with tensor parallelism is not",),
+      feeds="quantized-tp-unsupported: a pre-quantized bitsandbytes checkpoint: TP 1, the GPUs as PP",
+      examples=("ValueError: Prequant BitsAndBytes models with tensor parallelism is not supported. Please try "
+                "with pipeline parallelism.",)),
+    # --- pipeline parallelism an old release lacks ---------------------------------------------
+    S("pp_not_supported_yet", "pp_unsupported_release", "error", ("Pipeline parallelism is not supported yet",),
+      origin="raise", probe=("Pipeline parallelism is not supported yet",),
+      feeds=NOT_CONFIG + ": 0.2-0.4 have no pipeline parallelism; upgrade (or PP 1 on this release)",
+      examples=("NotImplementedError: Pipeline parallelism is not supported yet.",)),
+    S("pp_architectures", "pp_unsupported_release", "error",
+      ("Pipeline parallelism is only supported for the following",),
+      r"architectures: (?P<architectures>\[.*?\])", require_match=False,
+      origin="raise", probe=("Pipeline parallelism is only supported for the following",),
+      fields=("architectures",),
+      feeds=NOT_CONFIG + ": 0.5 ran PP for a short list of architectures, later releases for almost all; "
+            "upgrade (or PP 1 on this release)",
+      examples=("NotImplementedError: Pipeline parallelism is only supported for the following  architectures: "
+                "['AquilaForCausalLM', 'LlamaForCausalLM', 'MistralForCausalLM'].",)),
+    # --- the engine's death, as the V0 servers and 0.6-0.10's front-end say it ----------------------
+    S("engine_process_failed", "engine_core_failed", "error",
+      ("Engine process failed to start", "EngineCoreProc failed to start", "EngineCore initialization failed",
+       "Frontend process failed during engine core initialization"),
+      origin="raise",
+      probe=("Engine process failed to start", "EngineCoreProc failed to start",
+             "Frontend process failed during engine core initialization"),
+      feeds="engine death (echo of the root cause above it)",
+      examples=("RuntimeError: Engine process failed to start. See stack trace for the root cause.",
+                "RuntimeError: EngineCore initialization failed. See root cause above.",
+                "RuntimeError: EngineCoreProc failed to start.")),
+    S("v0_engine_dead", "engine_dead", "error",
+      ("AsyncLLMEngine has failed, terminating server process", "is already dead, terminating server process",
+       "Engine background task failed", "Task finished unexpectedly. This should never happen"),
+      origin="raise",
+      probe=("AsyncLLMEngine has failed, terminating server ", "is already dead, terminating server ",
+             "Engine background task failed", "Task finished unexpectedly. This should never happen"),
+      feeds="engine death (the V0 engine's loop died; its root cause is above)",
+      examples=("AsyncLLMEngine has failed, terminating server process",
+                "MQLLMEngine is already dead, terminating server process",
+                "vllm.engine.async_llm_engine.AsyncEngineDeadError: Task finished unexpectedly. This should never "
+                "happen! Please open an issue on GitHub. See stack trace above for the actual cause.")),
+    # --- vLLM's own words: a bug, not a setting ----------------------------------------------------
+    S("vllm_says_bug", "vllm_bug", "error",
+      ("This is a bug, please file an issue", "This indicates a bug in", "This error should NOT happen"),
+      origin="raise",
+      probe=("This is a bug, please file an issue", "This indicates a bug in", "This error should NOT happen"),
+      feeds=NOT_CONFIG + ": vLLM's own text calls it a bug",
+      examples=("AssertionError: vLLM tried to hash some configs that may have Python objects ids in them. This "
+                "is a bug, please file an issue. Text being hashed: ModelConfig(...)",
+                "AssertionError: Invalid block_id 9000 >= 8192. This indicates a bug in the KV connector - workers "
+                "should only report block IDs that were allocated by the scheduler.")),
+)  # fmt: skip

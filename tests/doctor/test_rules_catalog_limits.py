@@ -1,0 +1,189 @@
+"""headroom/doctor/rules_catalog_limits.py and the Ray local_world_size bug: vLLM texts found by
+walking its sources (scripts/catalog_coverage.py), fed verbatim from the catalog
+(headroom/probes/vllm_catalog/limits.py; provenance.py says which releases print them), with
+the command lines that decide which way a knob turns. Before these entries the doctor said
+nothing for any of these texts (or, for the Ray bug, turned TP down)."""
+
+from __future__ import annotations
+
+import pytest
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.probes.vllm_catalog import SIGNATURES
+from headroom.probes.vllm_log import digest_text
+from headroom.vllm_cmd import parse_command
+
+BY_ID = {s.id: s for s in SIGNATURES}
+V0 = "INFO 05-09 00:49:33 config.py:316] "
+V0_WARN = V0.replace("INFO", "WARNING")
+
+
+def _diagnose(log: str, argv: list[str] | None = None, version: str | None = None):
+    command = parse_command(argv) if argv else None
+    inputs = DoctorInputs(log=digest_text(log), command=command, vllm_version=version)
+    return diagnose(inputs).findings
+
+
+def _finding(log: str, finding_id: str, argv=None, version=None):
+    found = {f.id: f for f in _diagnose(log, argv, version)}
+    assert finding_id in found, list(found)
+    return found[finding_id]
+
+
+def _turns(finding) -> list[tuple[str, str]]:
+    return [(a.knob, a.direction) for a in finding.actions]
+
+
+# --- swap space ----------------------------------------------------------------------------
+
+
+def test_too_large_swap_space_lowers_it_under_the_warning_share_of_ram():
+    # 80 GiB = 4 GPUs x 20 GiB of a 62.79 GiB host: 0.4 x 62.79 / 4 = 6.28 -> 6 GiB per GPU
+    log = "ValueError: Too large swap space. 80.00 GiB out of the 62.79 GiB total CPU memory is " \
+          "allocated for the swap space."  # fmt: skip
+    argv = ["vllm", "serve", "m", "--swap-space", "20", "--tensor-parallel-size", "4"]
+    f = _finding(log, "swap-space-too-large", argv)
+    assert f.severity == "error" and f.step is None
+    assert _turns(f) == [("swap_space", "lower")]
+    assert f.actions[0].value == 6
+    assert any("127%" in e for e in f.evidence), f.evidence
+    # the top finding: nothing else in the log
+    assert _diagnose(log, argv)[0].id == "swap-space-too-large"
+
+
+def test_the_possibly_too_large_warning_lowers_swap_with_the_default_per_gpu():
+    log = V0_WARN + BY_ID["possibly_too_large_swap_space"].examples[0]  # 32 GiB of 62.79
+    f = _finding(log, "swap-space-too-large", ["vllm", "serve", "m", "-tp", "8"])
+    assert f.severity == "warning"
+    # no --swap-space: vLLM's 4 GiB per GPU, so 8 GPUs; 0.4 x 62.79 / 8 = 3.1 -> 3
+    assert f.actions[0].value == 3 and _turns(f) == [("swap_space", "lower")]
+
+
+def test_a_swap_that_ran_out_raises_swap_space_never_lowers_it():
+    log = BY_ID["lack_of_cpu_swap_space"].examples[0]
+    f = _finding(log, "swap-space-exhausted", ["vllm", "serve", "m", "--swap-space", "4"])
+    assert _turns(f) == [("swap_space", "raise")] and f.actions[0].value == 8
+    all_turns = [t for g in _diagnose(log) for t in _turns(g)]
+    assert ("swap_space", "lower") not in all_turns
+
+
+# --- Ray driver without a GPU -----------------------------------------------------------------
+
+
+def test_ray_driver_without_gpu_offers_engine_use_ray_on_the_releases_that_have_it():
+    old = BY_ID["ray_driver_no_gpu"].examples[0]  # the 0.2.7-0.7.3 wording
+    for version in ("0.4.3", "0.5.5"):
+        f = _finding(old, "ray-driver-without-gpu", version=version)
+        assert _turns(f) == [("engine_use_ray", "set")] and f.actions[0].value is True
+
+
+@pytest.mark.parametrize(
+    ("example", "version"), [(0, None), (0, "0.6.4.post1"), (1, None), (2, None), (2, "0.5.5")]
+)
+def test_ray_driver_without_gpu_names_no_flag_the_release_may_lack(example, version):
+    """The same text from 0.2.7 to 0.7.3: without the release, --engine-use-ray (0.2-0.5) is not
+    offered; the fix is where vLLM (or the library's Ray actor that drives it) starts."""
+    text = BY_ID["ray_driver_no_gpu"].examples[example]
+    f = _finding(text, "ray-driver-without-gpu", version=version)
+    assert f.actions == ()
+    assert any("GPU" in e and "node" in e for e in f.evidence[1:])
+    if example == 1:  # 0.8+ names the driver's IP
+        assert any("10.0.0.5" in e and "VLLM_HOST_IP" in e for e in f.evidence)
+
+
+# --- quantized weights a TP cannot split ------------------------------------------------------------
+
+
+def test_a_marlin_group_split_lowers_tp_to_the_highest_that_divides():
+    # 1792 x 8 = 14336 (Llama-3-70B's MLP); 14336 / t must be a multiple of 128: t = 7 -> 2048
+    text = BY_ID["quantized_shard_not_divisible"].examples[0]
+    f = _finding(text, "quantized-tp-split", ["vllm", "serve", "m-gptq", "-tp", "8"])
+    assert f.step == 2
+    assert _turns(f)[0] == ("tensor_parallel_size", "lower")
+    assert f.actions[0].value == 7
+    assert ("quantization", "set") in _turns(f)  # vLLM's own alternative: --quantization gptq
+    assert not any(
+        t == ("tensor_parallel_size", "raise") for g in _diagnose(text) for t in _turns(g)
+    )
+
+
+def test_a_marlin_split_respects_the_models_heads_when_the_shape_is_known():
+    text = BY_ID["quantized_shard_not_divisible"].examples[0]
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "-tp", "8"]
+    f = _finding(text, "quantized-tp-split", argv)
+    # 7 does not divide 64 heads / 8 KV heads: the next TP that splits both is 4 (14336/4 = 3584)
+    assert f.actions[0].value == 4
+
+
+def test_awqs_text_without_numbers_halves_tp():
+    text = BY_ID["quantized_shard_not_divisible"].examples[3]
+    f = _finding(text, "quantized-tp-split", ["vllm", "serve", "m-awq", "-tp", "4"])
+    assert _turns(f) == [("tensor_parallel_size", "lower")] and f.actions[0].value == 2
+
+
+def test_without_the_tp_the_split_is_named_and_no_knob_turned():
+    """No command line: no TP to count a smaller one from (conservative: a guess could be the
+    wrong fix for a kernel limit a newer vLLM lifts)."""
+    text = BY_ID["quantized_shard_not_divisible"].examples[1]
+    f = _finding(text, "quantized-tp-split")
+    assert f.actions == () and any("smaller TP" in e for e in f.evidence)
+
+
+def test_a_prequantized_bitsandbytes_checkpoint_moves_tp_into_pp():
+    text = BY_ID["bnb_prequant_tp"].examples[0]
+    f = _finding(text, "quantized-tp-unsupported", ["vllm", "serve", "m-bnb-4bit", "-tp", "2"])
+    assert _turns(f) == [("tensor_parallel_size", "lower"), ("pipeline_parallel_size", "raise")]
+    assert f.actions[0].value == 1 and f.actions[1].value == 2
+
+
+# --- old releases and vLLM's own bugs -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig_id", ["pp_not_supported_yet", "pp_architectures"])
+def test_pipeline_parallelism_an_old_release_lacks_is_an_upgrade_not_a_knob(sig_id):
+    text = BY_ID[sig_id].examples[0]
+    argv = ["vllm", "serve", "m", "-tp", "2", "-pp", "2"]
+    findings = _diagnose(text, argv)
+    assert findings[0].id == "pp-unsupported-release" and findings[0].actions == ()
+    assert "upgrade" in findings[0].title
+    # the pipeline-parallel size is never raised for it
+    assert ("pipeline_parallel_size", "raise") not in [t for f in findings for t in _turns(f)]
+
+
+def test_vllms_self_reported_bug_turns_no_knob_and_does_not_hide_a_cause():
+    bug = BY_ID["vllm_says_bug"].examples[1]
+    f = _finding(bug, "vllm-reported-bug")
+    assert f.actions == () and "upgrade" in f.title
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB."
+    top = _diagnose(oom + "\n" + bug)[0]
+    assert top.id.startswith("cuda-oom")
+
+
+@pytest.mark.parametrize("sig_id", ["engine_process_failed", "v0_engine_dead"])
+def test_engine_death_notices_are_echoes(sig_id):
+    for text in BY_ID[sig_id].examples:
+        ids = {f.id for f in _diagnose(text)}
+        assert "engine-died" in ids, (text, ids)
+        # with a cause above it, the echo is not a finding of its own
+        cause = BY_ID["too_large_swap_space"].examples[0]
+        assert "engine-died" not in {f.id for f in _diagnose(cause + "\n" + text)}
+
+
+# --- Ray's local_world_size check (vLLM PR #28873) ------------------------------------------------
+
+_LWS = (
+    "(EngineCore_DP0 pid=570282) AssertionError: local_world_size (16) must be less than or equal "
+    "to the number of visible devices (8)."
+)
+
+
+def test_local_world_size_under_ray_is_a_vllm_bug_without_a_knob():
+    argv = ["vllm", "serve", "m", "-tp", "16", "--distributed-executor-backend", "ray"]
+    findings = _diagnose(_LWS, argv)
+    assert findings[0].id == "local-world-size-ray-bug" and findings[0].actions == ()
+    assert any("TP 8 x PP 2" in e for e in findings[0].evidence)
+
+
+def test_local_world_size_without_ray_still_puts_tp_inside_a_node():
+    f = _finding(_LWS, "tp-across-nodes", ["vllm", "serve", "m", "-tp", "16"])
+    assert _turns(f)[0] == ("tensor_parallel_size", "lower") and f.actions[0].value == 8
