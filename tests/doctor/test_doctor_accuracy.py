@@ -22,7 +22,7 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 111, "right_knob": 104},
+    "train": {"right_step": 117, "right_knob": 109},
     "validation": {"right_step": 59, "right_knob": 50},
 }
 
