@@ -292,6 +292,17 @@ def not_config_failures(ctx) -> list[Finding]:
                 "--enforce-eager skips CUDA graphs (slower decoding)",
             )
         )
+    event = _first(ctx, "host_oom")
+    if event is not None:
+        out.append(
+            _not_config(
+                "host-oom",
+                "The host ran out of RAM and Ray killed a task (not GPU memory)",
+                event,
+                "not a GPU setting: no vLLM knob frees host memory; fewer processes per node, "
+                "CPU offload off, or a node with more RAM",
+            )
+        )
     event = _first(ctx, "cuda_illegal_memory")
     if event is not None:
         out.append(

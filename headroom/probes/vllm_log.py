@@ -39,7 +39,7 @@ _FAILURE_RANK = {
             "model_unsupported",
             "dtype_unsupported", "kv_cache_dtype_unsupported", "quantization_unsupported",
             "free_memory_below_utilization", "memory_profiling_error", "max_seq_len_exceeds_kv",
-            "no_cache_memory", "cuda_oom", "shm_full", "nccl_error", "gloo_error",
+            "no_cache_memory", "host_oom", "cuda_oom", "shm_full", "nccl_error", "gloo_error",
             "graph_capture_failed", "cuda_illegal_memory", "watchdog_timeout", "config_error", "exception",
             "engine_core_failed", "engine_dead", "worker_died", "worker_exception", "traceback",
         ]

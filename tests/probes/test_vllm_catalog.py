@@ -174,6 +174,7 @@ FINDING_FOR_KIND = {
     "pp_layers_not_divisible": {"pp-layers-not-divisible"},
     "graph_capture_failed": {"cuda-graph-capture-failed"},
     "cuda_illegal_memory": {"cuda-illegal-memory"},
+    "host_oom": {"host-oom"},
 }
 
 DOCTOR_CASES = [

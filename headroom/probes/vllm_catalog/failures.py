@@ -82,6 +82,18 @@ ENTRIES: tuple[S, ...] = (
       feeds="cuda-oom (warm-up: fewer max_num_seqs or lower utilization)",
       examples=("RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. "
                 "Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.",)),
+    # Ray's memory monitor (the raylet) kills a task when the HOST's RAM passes its threshold
+    # and raises ray.exceptions.OutOfMemoryError: host memory, not the GPU's; before the
+    # torch OOM entry, whose "OutOfMemoryError" needle it would otherwise match.
+    S("ray_memory_monitor_kill", "host_oom", "error", ("running low on memory",), origin="ray",
+      library="Ray's memory monitor (raylet; the eviction text python/ray/tests/test_memory_pressure.py expects)",
+      feeds=NOT_CONFIG + ": host RAM ran out and Ray killed a task; no GPU or vLLM knob",
+      examples=("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+                # hiyouga/EasyR1#59, as pasted (ids cut)
+                "Task was killed due to the node running low on memory. Memory on the node (IP: 1xx, ID: dbef7e7a) "
+                "where the task (task ID: 9238c22a, name=main_task, pid=3103112, memory used=0.87GB) was running was "
+                "726.33GB / 760.00GB (0.9557), which exceeds the memory usage threshold of 0.95. Ray killed this "
+                "worker (ID: 9d97ec7c) because it was the most recently scheduled task")),
     S("torch_cuda_oom", "cuda_oom", "error", ("out of memory", "OutOfMemoryError"), r".", "oom",
       origin="torch", library="PyTorch (c10/cuda/CUDACachingAllocator.cpp)",
       fields=("tried_gib", "gpu", "total_gib", "free_gib", "process_gib", "process_count", "graph_pools_gib"),
