@@ -22,8 +22,8 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 117, "right_knob": 109},
-    "validation": {"right_step": 59, "right_knob": 50},
+    "train": {"right_step": 121, "right_knob": 112},
+    "validation": {"right_step": 60, "right_knob": 51},
 }
 
 
