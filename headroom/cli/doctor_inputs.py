@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -43,10 +44,11 @@ def read_text(path: str) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def read_command(vllm_argv: list[str]) -> VllmCommand | None:
-    """The command line after `--`, with its `--config FILE.yaml` expanded."""
+def read_command(vllm_argv: list[str]) -> tuple[VllmCommand | None, str | None]:
+    """The command line after `--`, with its `--config FILE.yaml` expanded, and a note when
+    the line was read as a script that takes vLLM's engine args (`python3 bench.py ...`)."""
     if not vllm_argv:
-        return None
+        return None, None
     if ENV_ASSIGNMENT.fullmatch(vllm_argv[0]):
         # `CUDA_VISIBLE_DEVICES=0,1 vllm serve ...` pasted from a shell: the doctor only
         # reads the line, so it is the same as `env CUDA_VISIBLE_DEVICES=0,1 vllm ...`;
@@ -56,19 +58,59 @@ def read_command(vllm_argv: list[str]) -> VllmCommand | None:
             i += 1
         rest = vllm_argv[i:]
         vllm_argv = rest if rest and rest[0].startswith("-") else ["env", *vllm_argv]
+    note = None
     try:
         command = parse_command(vllm_argv)
     except CommandLineError as exc:
         # A value in another release's syntax (`--limit-mm-per-prompt image=3`) must not
-        # cost the whole diagnosis: read the line leniently. A flag without its value or
-        # an unknown launcher stays bad input.
-        if " expects " not in str(exc):
+        # cost the whole diagnosis: read the line leniently. A flag without its value stays
+        # bad input; a script of the user's that takes vLLM's engine args (vLLM's own
+        # benchmarks and most evaluation scripts do) is read for those args.
+        script = script_engine_flags(vllm_argv)
+        if " expects " in str(exc):
+            command = parse_command(vllm_argv, strict=False)
+        elif script is not None:
+            program, flags = script
+            command = parse_command(flags, strict=False)
+            note = (
+                f"the command runs `{program}`, not a vLLM server: its flags were read as "
+                "vLLM engine args (a flag of the script's own is ignored)"
+            )
+        else:
             raise
-        command = parse_command(vllm_argv, strict=False)
     try:
-        return with_config_file(command)
+        return with_config_file(command), note
     except ConfigFileError as exc:
         raise InputError(str(exc)) from exc
+
+
+def script_engine_flags(argv: list[str]) -> tuple[str, list[str]] | None:
+    """(program, flags) for `[env A=B] python3 [-u] SCRIPT.py FLAGS` or `PROGRAM ... FLAGS`;
+    None for vLLM's own launchers and when no flag follows (nothing to read)."""
+    i = 1 if argv and argv[0] == "env" else 0
+    while i < len(argv) and ENV_ASSIGNMENT.fullmatch(argv[i]):
+        i += 1
+    argv = argv[i:]
+    if not argv:
+        return None
+    program = os.path.basename(argv[0])
+    if program in ("vllm", "serve"):
+        return None  # vLLM's own launcher: its errors are the user's to fix
+    if re.fullmatch(r"python(\d+(\.\d+)?)?(\.exe)?", program):
+        j = 1
+        while j < len(argv) and argv[j].startswith("-") and argv[j] != "-m":
+            j += 1
+        if j < len(argv) and argv[j] == "-m":
+            if j + 1 < len(argv) and argv[j + 1].split(".")[0] == "vllm":
+                return None
+            j += 1  # a module that is not vLLM's: its name is the program
+        if j >= len(argv):
+            return None
+        program, flags = os.path.basename(argv[j]), argv[j + 1 :]
+    else:
+        first = next((k for k, t in enumerate(argv) if t.startswith("--")), len(argv))
+        flags = argv[first:]
+    return (program, flags) if flags else None
 
 
 def read_metrics(sources: list[str], interval: float = 2.0) -> list:
@@ -191,8 +233,8 @@ def read_ray_cluster(args, env: Mapping[str, str]) -> RayCluster | None:
 def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = None) -> DoctorInputs:
     """Read every input the arguments name; raises InputError for unreadable user input."""
     env = os.environ if env is None else env
-    command = read_command(vllm_argv)
-    lacking: list[str] = []
+    command, command_note = read_command(vllm_argv)
+    lacking: list[str] = [command_note] if command_note else []
     log = None
     if args.log:
         try:

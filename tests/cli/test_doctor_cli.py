@@ -168,3 +168,28 @@ def test_unreachable_metrics_url_is_reported_not_crashed(capsys):
     code, out, _ = run(capsys, "--metrics", "http://127.0.0.1:9", "--interval", "0", "--json")
     doc = json.loads(out)
     assert code in (0, 1) and "findings" in doc
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        ["python3", "-u", "mmmu_bench.py"],
+        ["VLLM_USE_V1=1", "python3", "benchmarks/benchmark_throughput.py"],
+        ["env", "CUDA_VISIBLE_DEVICES=0", "python", "run_eval.py"],
+        ["./launch.sh"],
+    ],
+)
+def test_a_script_taking_engine_args_is_read_for_them(capsys, launch):
+    # Threads paste the user's own script (vLLM's benchmarks, evaluation harnesses) rather
+    # than `vllm serve`: its vLLM flags still size the diagnosis, and the doctor says how it
+    # read the line instead of refusing it (exit 2).
+    flags = ["--model-config", "Llama-3.1-70B", "--gpus", "1xH100", "--json"]
+    code, out, _ = run(capsys, *flags, "--", *launch, "--max-model-len", "8192", "--seed", "0")
+    doc = json.loads(out)
+    assert code == 1 and doc["findings"][0]["id"] == "predicted-no-kv-memory"
+    assert any("not a vLLM server" in line for line in doc["lacking"])
+
+
+def test_a_script_without_flags_is_still_bad_input(capsys):
+    code, _, err = run(capsys, "--", "python3", "mmmu_bench.py")
+    assert code == 2 and "python -m vllm" in err
