@@ -41,6 +41,12 @@ _V0_MARKERS = (
 # (the wheels' METADATA): such a log is a V0 engine of the 0.2-0.4 era.
 _OLD_TORCH_OOM = re.compile(r"has a total capacty of|\(GPU \d+; [\d.]+ ?[KMGT]iB total capacity;")
 _OLD_TORCH_RELEASE = "0.3.3"  # the last release read that pins torch 2.1
+# V1's engine process before 0.10.2 was named "EngineCore_<index>" (0.8.5 core_client.py, 0.9.2
+# v1/engine/utils.py), printed as the "(EngineCore_0 pid=N)" line prefix; 0.10.2 renamed it
+# "EngineCore_DP<index>". A V1 release with the 0.9 default utilization and CUDA graphs
+# outside the budget (versions.RELEASE_TABLE): 0.9.2 is the one read.
+_OLD_ENGINE_CORE = re.compile(r"\(EngineCore_\d+ pid=\d+\)")
+_OLD_ENGINE_CORE_RELEASE = "0.9.2"
 
 
 @dataclass
@@ -152,6 +158,8 @@ class Context:
             return "0.7.3"  # the V0 engine's wording: the last release where V0 was the default
         if any(_OLD_TORCH_OOM.search(line) for line in self.raw_lines[:5000]):
             return _OLD_TORCH_RELEASE
+        if any(_OLD_ENGINE_CORE.search(line) for line in self.raw_lines[:5000]):
+            return _OLD_ENGINE_CORE_RELEASE
         return None
 
     @cached_property

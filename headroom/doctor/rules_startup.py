@@ -14,15 +14,12 @@ Directions (the brief's mitigation order, never the other way round):
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.estimate_error import fit_range
-from headroom.doctor.findings import Action, Finding, compact_actions
-from headroom.doctor.log_memory import available_kv_from_log
-from headroom.doctor.memory_model import fit_len
+from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
+from headroom.doctor.rules_no_cache import graphs_in_budget_eager, no_cache_memory, ratio_estimate
 
 
 def _ledger_refusal(ctx) -> tuple[dict, str] | None:
@@ -80,6 +77,9 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         max_len = int(nums.get("max_seq_len") or ctx.knobs.max_model_len or 0)
         estimate = nums.get("estimated_max_len") or nums.get("kv_tokens")
         evidence = [first_line]
+        from_vllm = bool(estimate)
+        if not estimate:
+            estimate = ratio_estimate(max_len, nums, evidence)
         extra = None
         if nums.get("needed_gib", 0) > nums.get("available_gib", 0) and "available_gib" in nums:
             extra = nums["needed_gib"] - nums["available_gib"]
@@ -102,7 +102,12 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         gap = extra if extra and extra > 0.005 else None
         budget = A.raise_kv_budget(ctx, gap, why_budget, scale)
         shorter = (
-            A.lower_max_model_len(int(estimate), "vLLM's own estimate of what fits")
+            A.lower_max_model_len(
+                int(estimate),
+                "vLLM's own estimate of what fits"
+                if from_vllm
+                else "about what fits, by vLLM's two GiB numbers",
+            )
             if estimate
             else None
         )
@@ -128,6 +133,7 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         else:
             acts = [budget, shorter]
         acts.append(A.fp8_kv(ctx, "halves the KV bytes per token, so twice the tokens fit"))
+        acts.append(graphs_in_budget_eager(ctx, gap))
         acts.append(
             A.raise_tp(
                 ctx,
@@ -146,143 +152,6 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
             )
         )
     return out
-
-
-def no_cache_memory(ctx) -> list[Finding]:
-    events = ctx.of("no_cache_memory")
-    # Or the numbers say it, whatever the wording: V0's "# GPU blocks: 0", a negative KV
-    # budget ("the rest of the memory reserved for KV Cache is -1.2GiB"), in a start that
-    # never became ready.
-    ledger = getattr(ctx.facts, "ledger", None)
-    by_numbers = ledger is not None and ledger.no_kv_memory and not ctx.facts.ready
-    if not events and not by_numbers:
-        return []
-    if events or ledger is None:
-        evidence = [events[0].line.strip()]
-    else:
-        blocks = ctx.of("kv_cache_blocks")
-        evidence = [
-            blocks[-1].line.strip()
-            if blocks and ledger.gpu_blocks == 0
-            else f"the log's memory numbers: KV cache budget {ledger.kv_gib} GiB"
-        ]
-    acc = ctx.account
-    if acc is not None:
-        evidence.append(
-            f"estimate: weights {acc.weights_gib:.2f} + activations {acc.activation_gib:.2f} + "
-            f"overhead {acc.overhead_gib:.2f} GiB against a budget of {acc.budget_gib:.2f} GiB per GPU"
-        )
-    tp = A.lowest_fitting_tp(ctx)
-    why = "the weights and activations leave nothing for the KV cache"
-    batched = (
-        A.lower_batched_tokens(acc.batched_tokens, "a smaller activation peak leaves room for KV")
-        if acc
-        else None
-    )
-    wider = A.raise_tp(ctx, tp, "the weights do not leave room for a KV cache on this many GPUs")
-    sizing = _no_cache_sizing(ctx, acc)
-    if sizing is None:  # no model shape: the gap is unknown
-        acts = [A.raise_kv_budget(ctx, None, why), wider, batched]
-    else:
-        gap, one_request, max_len, evidence_line = sizing
-        evidence.append(evidence_line)
-        budget = A.raise_kv_budget(ctx, gap, f"{why}; one request of {max_len:,} tokens must fit")
-        if A.budget_raise_verdict(ctx, gap) == "closes":
-            acts = [budget, wider, batched]
-        else:
-            shorter = _no_cache_shorter_first(ctx, gap - one_request, evidence)
-            if shorter or ctx.gpu_total is not None:
-                acts = [*shorter, wider, batched]
-            else:  # nothing to size by: the raise, with the GPU size it would need
-                acts = [budget, wider, batched]
-            if not compact_actions(acts):
-                # GPU unknown and no known GPU lets a raise hold one request: some KV memory
-                # first (vLLM then names the length that fits), and say so
-                acts = [
-                    A.raise_kv_budget(ctx, None, f"{why}; alone not enough for {max_len:,} tokens"),
-                    Action(
-                        "max_model_len",
-                        "lower",
-                        None,
-                        f"no gpu_memory_utilization <= {A.MAX_UTILIZATION} holds one request of "
-                        f"{max_len:,} tokens on any GPU we know",
-                        "requests longer than this are rejected",
-                    ),
-                ]
-    return [
-        Finding(
-            "no-cache-memory",
-            1,
-            "error",
-            "No memory left for the KV cache after the weights",
-            tuple(evidence),
-            compact_actions(acts),
-        )
-    ]
-
-
-def _no_cache_sizing(ctx, acc):
-    """(gap GiB, one request GiB, max_model_len, evidence): the KV memory per GPU that one
-    request of the effective max_model_len needs (cdiv(len, block) blocks plus the block
-    pool's null block), plus what the budget is already short by (vLLM's "Available KV cache
-    memory" when it printed it, else the estimate)."""
-    model = ctx.model
-    if model is None:
-        return None
-    max_len = ctx.knobs.max_model_len or getattr(model, "max_position_embeddings", None)
-    if not max_len:
-        return None
-    knobs = ctx.knobs
-    tp = acc.tp if acc else knobs.tp
-    pp = acc.pp if acc else knobs.pp
-    block = max(knobs.block_size, 1)
-    per = kv_bytes_per_token(model, tp, pp, knobs.kv_cache_dtype)
-    one_request = (-(-max_len // block) + 1) * block * per / GIB
-    short = available_kv_from_log(ctx.raw_lines)
-    if short is None and acc is not None:
-        short = acc.kv_cache_gib
-    short = min(short or 0.0, 0.0)
-    gap = one_request - short
-    line = (
-        f"one request of {max_len:,} tokens needs {one_request:.2f} GiB of KV per GPU"
-        + (f", and the budget is already {-short:.2f} GiB short" if short < 0 else "")
-        + f": {gap:.2f} GiB more"
-    )
-    return gap, one_request, max_len, line
-
-
-def _no_cache_shorter_first(ctx, already_short: float, evidence: list) -> list:
-    """No utilization <= 0.95 holds one request of max_model_len: lower max_model_len to
-    what 0.95 holds (applied with the utilization raise, which alone gives KV memory), or,
-    when even 0.95 leaves no KV memory, leave it to TP."""
-    total = ctx.gpu_total
-    if total is None or ctx.model is None:
-        return []
-    util = A.MAX_UTILIZATION
-    knobs = ctx.knobs
-    block = max(knobs.block_size, 1)
-    per = kv_bytes_per_token(ctx.model, knobs.tp, knobs.pp, knobs.kv_cache_dtype)
-    # KV memory per GPU at 0.95 (less the usual margin): what the raise adds, less the
-    # shortfall the budget already has
-    kv_at_max = (util - ctx.utilization - A.MARGIN) * total[0] - already_short
-    blocks = int(kv_at_max * GIB // (per * block)) if kv_at_max > 0 else 0
-    fit = fit_len(blocks * block, block, getattr(ctx.model, "max_position_embeddings", None))
-    evidence.append(
-        f"at gpu_memory_utilization {util} the KV cache gets about {max(kv_at_max, 0):.2f} GiB "
-        f"per GPU: one request of at most {fit:,} tokens"
-    )
-    if fit < 16:
-        return []  # the weights barely fit at all: more GPUs (TP) it is
-    shorter = A.lower_max_model_len(fit, f"what gpu_memory_utilization {util} holds")
-    shorter = replace(shorter, also=(("gpu_memory_utilization", util),))
-    raise_util = Action(
-        "gpu_memory_utilization",
-        "raise",
-        util,
-        f"gives the KV cache memory at all; with max_model_len <= {shorter.value:,}",
-        "less slack for the CUDA context, graphs and other processes on the GPU",
-    )
-    return [shorter, raise_util]
 
 
 def kv_capacity_thin(ctx) -> list[Finding]:

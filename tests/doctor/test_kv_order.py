@@ -1,0 +1,139 @@
+"""Which knob first when the KV cache gets no memory or too little (step 4): utilization
+first, then max_model_len, one at a time, unless the numbers say the first cannot work
+(headroom/doctor/rules_no_cache.py). Texts are vLLM's own (0.10.x gpu_worker.py
+"Available KV cache memory: %.2f GiB", kv_cache_utils.py's refusals) or real threads'
+(tests/fixtures/incidents: vllm#23278, vllm#49351, Qwen3#12)."""
+
+from __future__ import annotations
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.doctor.context import Context
+from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.vllm_cmd import parse_command
+
+NO_BLOCKS = (
+    "ValueError: No available memory for the cache blocks. Try increasing "
+    "`gpu_memory_utilization` when initializing the engine."
+)
+# vllm#23278 (gpt-oss-120b on one H100): V1 0.10.1's lines, with the engine's prefix
+NEGATIVE_V1 = (
+    "(EngineCore_0 pid=5839) INFO 08-20 18:04:10 [gpu_model_runner.py:2007] Model loading "
+    "took 65.9651 GiB and 12.799889 seconds\n"
+    "(EngineCore_0 pid=5839) INFO 08-20 18:04:22 [gpu_worker.py:276] Available KV cache "
+    "memory: -2.14 GiB\n"
+    "(EngineCore_0 pid=5839) ERROR 08-20 18:04:22 [core.py:700] EngineCore failed to start.\n"
+)
+
+
+def _top(log, argv=None, gpus=None, version=None):
+    d = diagnose(
+        DoctorInputs(
+            log=log,
+            command=parse_command(argv) if argv else None,
+            gpu_spec=parse_gpu_spec(gpus) if gpus else None,
+            vllm_version=version,
+        )
+    )
+    assert d.findings
+    return d.findings[0]
+
+
+def _turns(finding):
+    return [(a.knob, a.direction) for a in finding.actions]
+
+
+def test_engine_core_index_prefix_dates_a_release_before_0_10_2():
+    assert Context(DoctorInputs(log=NEGATIVE_V1)).version == "0.9.2"
+    dp = NEGATIVE_V1.replace("EngineCore_0", "EngineCore_DP0")
+    assert Context(DoctorInputs(log=dp)).version is None
+
+
+def test_a_negative_budget_the_raise_covers_raises_first_then_max_model_len():
+    """0.9 by default there: 0.95 adds 0.05 x 79 GiB = 3.96 GiB, 2.14 of it to reach zero.
+    The raise leads; about 1.8 GiB of KV is left, so max_model_len follows it."""
+    top = _top(NEGATIVE_V1, gpus="1xH100")
+    assert top.id == "no-cache-memory" and top.step == 4
+    turns = _turns(top)
+    assert turns[0] == ("gpu_memory_utilization", "raise")
+    assert top.actions[0].value == 0.95
+    assert turns[1] == ("max_model_len", "lower")
+    assert any("1.82 GiB of KV cache per GPU is left" in line for line in top.evidence)
+    # 0.10.1 puts CUDA graphs outside the budget: eager mode frees nothing for the KV cache
+    assert ("enforce_eager", "set") not in turns
+
+
+def test_a_negative_budget_the_raise_cannot_cover_leads_with_the_next_knob():
+    """At 0.93 the raise adds 0.02 x 79 GiB = 1.6 GiB, not the 2.14 GiB short: the next
+    knob (V1: fewer batched tokens) leads and the raise follows it as a companion."""
+    top = _top(NEGATIVE_V1, ["vllm", "serve", "m", "--gpu-memory-utilization", "0.93"], "1xH100")
+    turns = _turns(top)
+    assert turns[0] == ("max_num_batched_tokens", "lower")
+    assert ("gpu_memory_utilization", "raise") in turns[1:]
+    assert not any(d == "lower" and k == "gpu_memory_utilization" for k, d in turns)
+
+
+def test_at_0_95_the_raise_is_gone_and_step_4_still_answers():
+    """Qwen3#12: 0.95 on a V100-32GB, release unknown. Before, the finding had no action
+    at all (step None); now the table's next knob, max_model_len, leads."""
+    argv = ["vllm", "serve", "data/Qwen1.5-14B-Chat", "--gpu-memory-utilization", "0.95"]
+    top = _top(NO_BLOCKS, argv, "1xV100:32")
+    assert top.step == 4 and top.actions
+    turns = _turns(top)
+    assert turns[0] == ("max_model_len", "lower")
+    assert ("gpu_memory_utilization", "raise") not in turns
+    assert any("already 0.95" in line for line in top.evidence)
+
+
+def test_at_0_95_the_release_picks_the_next_knob():
+    argv = ["vllm", "serve", "m", "--gpu-memory-utilization", "0.95", "--max-model-len", "32768"]
+    # V0: the profile is one whole max_model_len prefill
+    v0 = _turns(_top(NO_BLOCKS, argv, "1xV100:32", version="0.4.3"))
+    assert v0[0] == ("max_model_len", "lower")
+    # V1: the profile runs max_num_batched_tokens; graphs outside the budget before 0.20
+    v1 = _turns(_top(NO_BLOCKS, argv, "1xV100:32", version="0.10.2"))
+    assert v1[0] == ("max_num_batched_tokens", "lower")
+    assert ("enforce_eager", "set") not in v1
+    # 0.20+: the CUDA-graph estimate is inside the budget, eager mode gives it back
+    new = _turns(_top(NO_BLOCKS, argv, "1xV100:32", version="0.33.0"))
+    assert new[0] == ("max_num_batched_tokens", "lower")
+    assert ("enforce_eager", "set") in new
+
+
+def test_room_for_the_raise_keeps_the_table_default_and_offers_the_rest():
+    """bonito#22: 0.9, nothing else known: the raise (vLLM's own advice) leads, the other
+    knobs follow it."""
+    top = _top(NO_BLOCKS, ["vllm", "serve", "BatsResearch/bonito-v1"])
+    turns = _turns(top)
+    assert turns[0] == ("gpu_memory_utilization", "raise")
+    assert ("max_model_len", "lower") in turns and ("enforce_eager", "set") in turns
+
+
+def test_a_cut_refusal_still_offers_the_length_that_fits():
+    """vllm#49351 (L4, --max-model-len 2048): the message is cut before vLLM's estimate. The
+    raise covers 0.02 GiB, so it leads; the length that fits, from the two GiB numbers with
+    their rounding, follows it (before: no max_model_len action at all)."""
+    line = (
+        "ValueError: To serve at least one request with the model's max seq len (2048), 0.66 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (0.64 GiB)."
+    )
+    top = _top(line, ["vllm", "serve", "m", "--max-model-len", "2048"], "1xL4")
+    assert top.id == "max-seq-len-exceeds-kv"
+    turns = _turns(top)
+    assert turns[0] == ("gpu_memory_utilization", "raise")
+    cut = next(a for a in top.actions if a.knob == "max_model_len")
+    # 2048 x 0.635 / 0.665 = 1955 -> 1952: below vLLM's own ~1985, never above it
+    assert cut.direction == "lower" and cut.value == 1952
+    assert "two GiB numbers" in cut.why
+
+
+def test_eager_only_where_graphs_sit_in_the_budget_and_cover_the_gap():
+    line = (
+        "ValueError: To serve at least one request with the model's max seq len (8192), (2.63 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (1.64 GiB)."
+    )
+    old = _turns(_top(line, gpus="1xL4", version="0.11.0"))
+    assert ("enforce_eager", "set") not in old
+    new = _turns(_top(line, gpus="1xL4", version="0.33.0"))
+    assert ("enforce_eager", "set") in new
+    small = "INFO [gpu_model_runner.py:6410] Estimated CUDA graph memory: 0.36 GiB total\n" + line
+    assert ("enforce_eager", "set") not in _turns(_top(small, gpus="1xL4", version="0.33.0"))
