@@ -22,8 +22,8 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 121, "right_knob": 112},
-    "validation": {"right_step": 60, "right_knob": 51},
+    "train": {"right_step": 123, "right_knob": 114},
+    "validation": {"right_step": 60, "right_knob": 52},
 }
 
 
