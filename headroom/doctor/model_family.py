@@ -104,5 +104,21 @@ def model_family(ctx) -> ModelFamily | None:
         found = _of_name(str(name), f"the model name {name}")
         if found is not None:
             return found
+    profiled = _of_encoder_profile(ctx)
+    if profiled is not None:
+        return profiled
     lines = ctx.raw_lines[:5000]
     return _of_frames(lines) or _of_text(lines)
+
+
+def _of_encoder_profile(ctx) -> ModelFamily | None:
+    """V1's "Encoder cache will be initialized with a budget of N tokens, and profiled with M
+    image items" (gpu_model_runner.profile_run, 0.7.3-0.33.0) is printed only for a
+    multimodal model (an encoder-decoder one has no encoder cache there)."""
+    of = getattr(ctx, "of", None)
+    events = of("encoder_profile") if callable(of) else []
+    if not events:
+        return None
+    modality = events[0].fields.get("modality") or "multimodal"
+    return ModelFamily(True, False, str(modality),
+                       f"vLLM profiled its {modality} encoder: {events[0].line.strip()[:160]}")  # fmt: skip

@@ -20,10 +20,14 @@ raise stays the next action.
 
 from __future__ import annotations
 
+import re
+
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.model_family import ModelFamily, model_family
+from headroom.doctor.multimodal_models import ENCODER_DECODER_MODULES
 from headroom.doctor.release_defaults import (
+    ENCODER_DECODER_MAX_NUM_SEQS,
     V0_MAX_NUM_SEQS,
     ReleaseDefaults,
     changed_defaults,
@@ -50,8 +54,9 @@ from headroom.probes.vllm_log import LogEvent
 FINDING_ID = "release-default-max-num-seqs"
 LARGE_TIER_GIB = 70.0  # arg_utils: device_memory >= 70 GiB gets the large defaults
 # OOM phases other rules answer on their own evidence (the weights, sleep mode, the KV
-# allocation, CUDA-graph capture, the sampler warm-up that already says max_num_seqs).
-_OTHER_PHASES = {"weights", "sleep-wake", "kv-alloc", "graphs", "sampler"}
+# allocation, CUDA-graph capture, the sampler warm-up that already says max_num_seqs) and an
+# OOM while serving (the start-up profile passed).
+_OTHER_PHASES = {"weights", "sleep-wake", "kv-alloc", "graphs", "sampler", "runtime"}
 
 
 def _memory_failure(ctx) -> tuple[str, LogEvent] | None:
@@ -119,6 +124,31 @@ def _large_for_gpu(defaults: list[ReleaseDefaults]) -> ReleaseDefaults | None:
         if d.max_num_seqs > V0_MAX_NUM_SEQS and d.gpu_gib < LARGE_TIER_GIB:
             return d
     return None
+
+
+def _encoder_items(ctx, now: list[ReleaseDefaults]):
+    """(action or None, evidence) from V1's encoder-profile line: M dummy items is
+    min(encoder budget / tokens per item, max_num_seqs x items per prompt); fewer than
+    max_num_seqs items means the budget (max_num_batched_tokens, at least one item) bound it,
+    and fewer batched tokens profile fewer items."""
+    events = ctx.of("encoder_profile")
+    if not events:
+        return None
+    fields = events[0].fields
+    items, budget = fields.get("mm_items"), fields.get("encoder_budget")
+    if not isinstance(items, int) or not isinstance(budget, int):
+        return None
+    seqs = min(d.max_num_seqs for d in now)
+    line = (
+        f"the encoder was profiled with {items} dummy {fields.get('modality', '')} items "
+        f"(budget {budget:,} tokens)"
+    )
+    if items <= 1 or items >= seqs:
+        return None, line + ": max_num_seqs x items per prompt or one item bound it"
+    batched = ctx.knobs.max_num_batched_tokens or budget
+    act = A.lower_batched_tokens(batched, f"the encoder budget ({budget:,} tokens) set the "
+                                          f"{items} dummy items")  # fmt: skip
+    return act, line + ": the batched-token budget bound it, not max_num_seqs"
 
 
 def _family_lines(family: ModelFamily) -> list[str]:
@@ -201,11 +231,16 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
         f"batch; {target} is what the table justifies"
     )
     acts = [A.lower_max_num_seqs(current, target, why)]
+    encoder = _encoder_items(ctx, now)
+    if encoder is not None:
+        evidence.append(encoder[1])
     graphs = any(d.cuda_graphs for d in now) and not ctx.knobs.enforce_eager
     if kind == "oom":
         if graphs:
             acts.append(A.enforce_eager("no CUDA-graph pools (captured up to batch "
                                         f"{max(d.largest_graph_batch for d in now)})"))  # fmt: skip
+        if encoder is not None and encoder[0] is not None:
+            acts.append(encoder[0])
         acts.append(A.lower_utilization(ctx, None, "more room outside vLLM's budget"))
         title = f"Out of GPU memory with the release's default max_num_seqs ({current})"
     else:
@@ -218,4 +253,48 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
     return [Finding(FINDING_ID, 4, "error", title, tuple(evidence), compact_actions(acts))]
 
 
-RULES = (release_default_max_num_seqs,)
+_FORWARD_FRAME = re.compile(r'vllm/model_executor/models/(\w+)\.py", line \d+, in forward')
+
+
+def encoder_frame_without_error(ctx) -> list[Finding]:
+    """A paste that ends inside an encoder-decoder model's forward in vLLM's model code, with
+    no error line at all (the exception was cut off): a hint, not a diagnosis. In V0 the
+    start-up profile runs that encoder over max_num_seqs dummy inputs (a whole image each),
+    so IF the lost error is a CUDA OOM, max_num_seqs is the knob; said as a condition."""
+    if ctx.knobs.max_num_seqs is not None or any(e.severity == "error" for e in ctx.events):
+        return []
+    lines = [line for line in ctx.raw_lines if line.strip()]
+    tail = lines[-3:]
+    frames = [m.group(1) for line in tail if (m := _FORWARD_FRAME.search(line))]
+    if not frames or frames[-1] not in ENCODER_DECODER_MODULES:
+        return []
+    module = frames[-1]
+    seqs = V0_MAX_NUM_SEQS
+    acts = [
+        A.lower_max_num_seqs(seqs, ENCODER_DECODER_MAX_NUM_SEQS,
+                             "if the lost error is an OOM: fewer dummy encoder inputs at start-up"),
+        None if ctx.knobs.enforce_eager else A.enforce_eager(
+            "vLLM's vision example runs this family eager (no CUDA-graph pools)"),
+    ]  # fmt: skip
+    evidence = (
+        tail[-1].strip()[:300],
+        f"the log ends inside vllm/model_executor/models/{module}.py's forward with no error "
+        "line: the exception itself is missing",
+        f"{module} is an encoder-decoder model: V0's start-up profile gives each of max_num_seqs "
+        f"dummy sequences a whole encoder input ({seqs} by default, max_num_seqs not set)",
+        "vLLM's vision example runs mllama with max_num_seqs=16 and enforce_eager=True",
+    )
+    return [
+        Finding(
+            f"{FINDING_ID}-encoder-trace",
+            4,
+            "warning",
+            f"The log stops inside {module}'s encoder forward: if it ran out of memory, the "
+            "start-up profile's max_num_seqs dummy inputs did",
+            evidence,
+            compact_actions(acts),
+        )
+    ]
+
+
+RULES = (release_default_max_num_seqs, encoder_frame_without_error)

@@ -130,3 +130,38 @@ def test_model_family_sources():
         assert model_family(Ctx([], text_only)) is None
     frame = 'File "/x/vllm/model_executor/models/llama.py", line 3, in forward'
     assert model_family(Ctx([frame])) is None
+
+
+# vLLM's V1 profile line (gpu_model_runner.profile_run, 0.7.3-0.33.0), as printed in a public
+# log found with the search tool (a Qwen2.5-VL server, 09-25): 31 items under an 8192 budget.
+ENCODER_31 = (
+    "(EngineCore_DP0 pid=278) INFO 09-25 13:39:07 [gpu_model_runner.py:3269] Encoder cache will "
+    "be initialized with a budget of 8192 tokens, and profiled with 31 image items of the "
+    "maximum feature size.\n"
+)
+
+
+def test_the_encoder_profile_line_says_multimodal_and_which_budget_bound_it():
+    findings = _diagnose(ENCODER_31 + PROFILE_OOM, gpu_spec=parse_gpu_spec("1xA10"))
+    top = findings[0]
+    assert top.id == FINDING_ID
+    turns = [(a.knob, a.direction) for a in top.actions]
+    assert turns[0] == ("max_num_seqs", "lower")
+    # 31 items < 256 sequences: the batched-token (encoder) budget set them
+    assert ("max_num_batched_tokens", "lower") in turns
+    assert any("31 dummy image items" in e for e in top.evidence)
+
+
+def test_a_paste_that_stops_in_an_encoder_decoder_forward_is_a_conditional_hint():
+    """vllm-project/vllm#8879: only the frame through mllama's vision model was pasted."""
+    findings = _diagnose(MLLAMA_FRAME)
+    top = findings[0]
+    assert top.id == f"{FINDING_ID}-encoder-trace" and top.severity == "warning"
+    assert (top.actions[0].knob, top.actions[0].value) == ("max_num_seqs", 16)
+    assert top.title.startswith("The log stops inside mllama") and "if it ran out" in top.title
+    # a frame in a text model's code, or a real error line, is not this hint
+    llama = MLLAMA_FRAME.replace("mllama.py", "llama.py")
+    assert not any(f.id.endswith("encoder-trace") for f in _diagnose(llama))
+    # with the error line there, the error is read instead of guessed
+    with_error = _diagnose(MLLAMA_FRAME + PROFILE_OOM)
+    assert not any(f.id.endswith("encoder-trace") for f in with_error)

@@ -111,6 +111,15 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         ('gpu_model_runner.py', 'hpu_model_runner.py', 'model_runner.py', 'xpu_model_runner.py'),
     ),
+    'encoder_cache_profile': (
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.7.3: vllm/v1/worker/gpu_model_runner.py:1227',
+            '0.8.5: vllm/v1/worker/gpu_model_runner.py:1621, vllm/v1/worker/tpu_model_runner.py:1151',
+            '0.32.0: vllm/v1/worker/gpu/mm/encoder_runner.py:132, vllm/v1/worker/gpu_model_runner.py:6166',
+        ),
+        ('encoder_runner.py', 'gpu_model_runner.py', 'tpu_model_runner.py'),
+    ),
     'available_kv_memory': (
         ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (

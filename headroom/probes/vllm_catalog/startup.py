@@ -52,6 +52,17 @@ ENTRIES: tuple[S, ...] = (
       feeds="ledger.weights_gib (step 1)",
       examples=("Loading model weights took 13.9476 GB", "Model loading took 15.5 GiB memory and 12.345678 seconds",
                 "Model loading took 29.0934 GiB and 10.500000 seconds")),
+    S("encoder_cache_profile", "encoder_profile", "info", ("Encoder cache will be initialized with a budget of",),
+      r"Encoder cache will be initialized with a budget of (?P<encoder_budget>\d+) tokens, and profiled with "
+      r"(?P<mm_items>\d+) (?P<modality>\w+) items",
+      probe=("Encoder cache will be initialized with a budget of",),
+      fields=("encoder_budget", "mm_items", "modality"),
+      feeds="rules_defaults (a multimodal model's start-up profile: min(encoder budget / tokens per item, "
+            "max_num_seqs x items per prompt) dummy items)",
+      examples=("Encoder cache will be initialized with a budget of 8192 tokens, and profiled with 31 image items "
+                "of the maximum feature size.",
+                "Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items "
+                "of the maximum feature size.")),
     S("available_kv_memory", "kv_memory_available", "info", ("Available KV cache memory:",),
       r"Available KV cache memory: (?P<kv_gib>-?[\d.]+) ?GiB", probe=("Available KV cache memory",),
       fields=("kv_gib",), feeds="ledger.kv_gib (max-seq-len-exceeds-kv, no-cache-memory)",
