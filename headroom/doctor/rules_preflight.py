@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from headroom.doctor import actions as A
+from headroom.doctor.actions import floor2
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding
-from headroom.doctor.memory_model import heads_valid
+from headroom.doctor.memory_model import CUDA_CONTEXT_GIB, heads_valid
 from headroom.doctor.model_bytes import weight_bytes_per_param, weights_gib_per_gpu
 from headroom.doctor.rules_parallel import bytes_per_param_from_name, params_b_from_name
 
@@ -177,4 +179,46 @@ def weights_exceed_gpus(ctx) -> list[Finding]:
     return [Finding("preflight-weights", 1, "warning", title, tuple(evidence), tuple(acts))]
 
 
-RULES = (weights_exceed_gpus,)
+# Log kinds after which the utilization is the KV rules' to judge: the engine passed the
+# start-up gate (it sized or used a KV cache), or the log asks for MORE KV budget.
+_UTILIZATION_JUDGED = _LOADED | {"no_cache_memory", "max_seq_len_exceeds_kv",
+                                 "free_memory_below_utilization", "prompt_exceeds_kv"}  # fmt: skip
+
+
+def utilization_leaves_no_context(ctx) -> list[Finding]:
+    """--gpu-memory-utilization so close to 1 that what it leaves outside vLLM's budget,
+    CUDA total x (1 - utilization), cannot hold the process's own CUDA context. V1 (0.9+,
+    vllm/v1/worker/gpu_worker.py) takes a snapshot after the context exists and refuses to
+    start when free memory < total x utilization ("Free memory on device ... is less than
+    desired GPU memory utilization"); V0 lets the KV cache take the rest and fails later.
+    Lower it to what leaves the context (and as much again for NCCL/cuBLAS workspaces)."""
+    util = ctx.knobs.gpu_memory_utilization
+    total = (ctx.gpu_total or (None, False))[0]
+    if util is None or not total or ctx.knobs.kv_cache_memory_bytes:
+        return []
+    if any(e.kind in _UTILIZATION_JUDGED for e in ctx.events):
+        return []
+    left = (1.0 - util) * total
+    if left >= CUDA_CONTEXT_GIB:
+        return []
+    target = floor2(min(A.MAX_UTILIZATION, 1.0 - 2 * CUDA_CONTEXT_GIB / total))
+    act = A.lower_utilization(ctx, target, "leaves room for the CUDA context outside the budget")
+    evidence = (
+        f"gpu_memory_utilization {util:g} of {total:.2f} GiB leaves {left:.2f} GiB outside "
+        f"vLLM's budget, less than the ~{CUDA_CONTEXT_GIB} GiB CUDA context each process "
+        "holds: vLLM 0.9+ refuses to start (free memory < total x utilization), older "
+        "releases run out of memory later",
+    )
+    return [
+        Finding(
+            "preflight-utilization-above-free",
+            4,
+            "warning",
+            f"gpu_memory_utilization {util:g} leaves no room for the CUDA context",
+            evidence,
+            (act,) if act is not None else (),
+        )
+    ]
+
+
+RULES = (weights_exceed_gpus, utilization_leaves_no_context)

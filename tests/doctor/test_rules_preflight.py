@@ -141,3 +141,31 @@ def test_known_heads_choose_a_tp_that_divides_them():
     tp = lowest_holding_tp(ctx, sized)
     assert tp == 4  # 3 would hold 27.5/3 GiB too, but 40 heads do not divide by 3
     assert sized.per_gpu(3, 1) <= HOLD * budget_gib(ctx)
+
+
+def test_utilization_that_leaves_no_room_for_the_cuda_context_is_lowered():
+    """vllm-project/vllm#10797: --gpu-memory-utilization 1 on a 16 GiB GPU. vLLM 0.9+
+    refuses it at start-up (free memory after the CUDA context < total x 1.0)."""
+    d = _diagnose(None, ["vllm", "serve", "m", "--gpu-memory-utilization", "1"], "1xGPU:16")
+    found = [f for f in d.findings if f.id == "preflight-utilization-above-free"]
+    assert found and found[0].step == 4
+    act = found[0].actions[0]
+    assert (act.knob, act.direction) == ("gpu_memory_utilization", "lower")
+    assert act.value is not None and (1 - act.value) * 16 >= 0.45
+
+
+def test_utilization_that_leaves_the_context_room_is_not_flagged():
+    for util, gpus in (("0.99", "1xA100:80"), ("0.95", "1xGPU:16"), ("0.9", "1xGPU:8")):
+        d = _diagnose(None, ["vllm", "serve", "m", "--gpu-memory-utilization", util], gpus)
+        assert not any(f.id == "preflight-utilization-above-free" for f in d.findings), util
+
+
+def test_utilization_preflight_defers_to_a_log_that_sized_the_kv_cache():
+    """The engine passed the gate (V0's "# GPU blocks" line, vllm/worker/worker.py 0.2-0.7):
+    the utilization worked on this machine; and --kv-cache-memory-bytes replaces it."""
+    argv = ["vllm", "serve", "m", "--gpu-memory-utilization", "1"]
+    log = "INFO 01-19 12:56:39 llm_engine.py:223] # GPU blocks: 2034, # CPU blocks: 512\n"
+    d = _diagnose(log, argv, "1xGPU:16")
+    assert not any(f.id == "preflight-utilization-above-free" for f in d.findings)
+    d = _diagnose(None, [*argv, "--kv-cache-memory-bytes", "4000000000"], "1xGPU:16")
+    assert not any(f.id == "preflight-utilization-above-free" for f in d.findings)
