@@ -22,7 +22,7 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 125, "right_knob": 116},
+    "train": {"right_step": 126, "right_knob": 117},
     "validation": {"right_step": 60, "right_knob": 52},
 }
 
