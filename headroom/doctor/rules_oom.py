@@ -49,6 +49,12 @@ def _oom_phase(ctx, event: LogEvent) -> str:
     """Where the OOM happened, from the lines around it: weights, sampler, graphs, runtime."""
     index = ctx.events.index(event)
     before = ctx.events[:index]
+    if event.fields.get("from_words"):
+        # A person's words (probes.symptom_text) are a line of unknown phase: "OOM when
+        # loading the model" in a title means the start-up, not the weight loader's frame.
+        # Only the log's own lines may place it (after start-up: the runtime).
+        started = any(e.kind in ("startup_complete", "stats") for e in before)
+        return "runtime" if started else "unknown"
     around = " ".join(
         ctx.lines_before(event) or [e.line for e in ctx.events[max(0, index - 6) : index + 1]]
     )

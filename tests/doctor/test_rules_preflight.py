@@ -169,3 +169,14 @@ def test_utilization_preflight_defers_to_a_log_that_sized_the_kv_cache():
     assert not any(f.id == "preflight-utilization-above-free" for f in d.findings)
     d = _diagnose(None, [*argv, "--kv-cache-memory-bytes", "4000000000"], "1xGPU:16")
     assert not any(f.id == "preflight-utilization-above-free" for f in d.findings)
+
+
+def test_words_that_say_loading_are_still_an_oom_of_unknown_phase():
+    """ "OOM when loading the model" in a title is the start-up, not the weight loader's
+    frame: with weights that fit (an 8B model on an 80 GiB GPU) no TP is raised."""
+    d = _diagnose("OOM when loading the model\n", ["vllm", "serve", "meta-llama/Llama-3.1-8B"],
+                  "1xA100:80")  # fmt: skip
+    top = d.findings[0]
+    assert top.id == "cuda-oom-unknown"
+    assert _turns(top)[0] == ("gpu_memory_utilization", "lower")
+    assert not any(a.knob == "tensor_parallel_size" for f in d.findings for a in f.actions)
