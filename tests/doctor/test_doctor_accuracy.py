@@ -23,7 +23,7 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
     "train": {"right_step": 126, "right_knob": 117},
-    "validation": {"right_step": 60, "right_knob": 52},
+    "validation": {"right_step": 61, "right_knob": 52},
 }
 
 
