@@ -187,3 +187,59 @@ def test_local_world_size_under_ray_is_a_vllm_bug_without_a_knob():
 def test_local_world_size_without_ray_still_puts_tp_inside_a_node():
     f = _finding(_LWS, "tp-across-nodes", ["vllm", "serve", "m", "-tp", "16"])
     assert _turns(f)[0] == ("tensor_parallel_size", "lower") and f.actions[0].value == 8
+
+
+# --- a sequence the KV cache cannot hold; clients' requests over max_model_len -----------------
+
+
+def test_a_swapped_sequence_the_kv_cache_cannot_hold_raises_the_kv_budget():
+    log = (
+        "WARNING 05-09 00:49:33 scheduler.py:859] " + BY_ID["v0_swapped_exceeds_blocks"].examples[0]
+    )
+    f = _finding(
+        log, "prompt-exceeds-kv", ["vllm", "serve", "m", "--gpu-memory-utilization", "0.8"]
+    )
+    assert _turns(f)[0] == ("gpu_memory_utilization", "raise")
+
+
+@pytest.mark.parametrize(
+    "sig_id", ["v1_prompt_length_of", "v1_prompt_plus_output", "input_length_over_context",
+               "mm_prompt_too_long"],
+)  # fmt: skip
+def test_a_clients_request_over_max_model_len_is_read_and_turns_no_knob(sig_id):
+    from headroom.probes.vllm_log import classify_line
+
+    text = BY_ID[sig_id].examples[0]
+    event = classify_line(text, 1)
+    assert event is not None and event.signature == sig_id
+    assert event.fields["prompt_tokens"] > 0 and event.fields["limit"] > 0
+    assert not any(f.actions for f in _diagnose(text))
+
+
+# --- all-reduce paths a flag turns off ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", [0, 1])
+def test_a_failed_custom_all_reduce_kernel_disables_it(example):
+    text = BY_ID["custom_allreduce_cudacheck"].examples[example]
+    argv = ["vllm", "serve", "m", "-tp", "8", "-pp", "2"]
+    top = _diagnose(text, argv)[0]
+    assert top.id == "custom-allreduce-failed"
+    assert _turns(top) == [("disable_custom_all_reduce", "set")] and top.actions[0].value is True
+    assert ("invalid argument" in top.actions[0].why) == (example == 0)
+
+
+def test_cupys_tcp_store_on_an_old_release_turns_cuda_graphs_off():
+    text = BY_ID["cupy_tcpstore"].examples[0]
+    f = _finding(text, "cupy-nccl-failed")
+    assert _turns(f) == [("enforce_eager", "set")]
+    f = _finding(BY_ID["cupy_barrier"].examples[0], "cupy-nccl-failed", version="0.3.3")
+    assert _turns(f) == [("enforce_eager", "set")]
+
+
+def test_cupy_under_rays_compiled_graphs_or_a_new_release_turns_no_knob():
+    text = BY_ID["cupy_tcpstore"].examples[0]
+    assert _finding(text, "cupy-nccl-failed", version="0.6.6.post1").actions == ()
+    # a traceback through Ray's compiled graph (0.8.5 executor/ray_distributed_executor.py:451)
+    log = "    self.forward_dag = self._compiled_ray_dag(enable_asyncio=False)\n" + text
+    assert _finding(log, "cupy-nccl-failed").actions == ()

@@ -166,6 +166,8 @@ FINDING_FOR_KIND = {
     "ray_driver_without_gpu": {"ray-driver-without-gpu"},
     "quantized_tp_split": {"quantized-tp-split"},
     "quantized_tp_unsupported": {"quantized-tp-unsupported"},
+    "custom_allreduce_failed": {"custom-allreduce-failed"},
+    "cupy_nccl_failed": {"cupy-nccl-failed"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -206,7 +208,7 @@ EVENT_RULE_KINDS = (
     "worker_exception", "memory_profiling_error", "model_unsupported", "pp_layers_not_divisible",
     "graph_capture_failed", "cuda_illegal_memory", "swap_space_too_large", "swap_space_large",
     "swap_space_exhausted", "ray_driver_without_gpu", "quantized_tp_split", "quantized_tp_unsupported",
-    "vllm_bug", "pp_unsupported_release",
+    "vllm_bug", "pp_unsupported_release", "custom_allreduce_failed", "cupy_nccl_failed",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

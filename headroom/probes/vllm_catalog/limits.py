@@ -1,7 +1,8 @@
 """Catalog entries found by walking vLLM's own sources (scripts/catalog_coverage.py): CPU swap
 space, the Ray driver without a GPU, quantized weights that a tensor-parallel size cannot
-split, pipeline parallelism an old release lacks, the V0 engine's death notices, and the texts
-in which vLLM itself says it hit a bug. In match order, before `failures` (whose "is not
+split, pipeline parallelism an old release lacks, the V0 engine's death notices, sequences the
+whole KV cache cannot hold and clients' requests over max_model_len, the custom all-reduce and
+CuPy paths a flag turns off, and the texts in which vLLM itself says it hit a bug. In match order, before `failures` (whose "is not
 divisible by" needle is broader) and before the generic engine-death and exception entries."""
 
 from __future__ import annotations
@@ -110,6 +111,62 @@ ENTRIES: tuple[S, ...] = (
                 "MQLLMEngine is already dead, terminating server process",
                 "vllm.engine.async_llm_engine.AsyncEngineDeadError: Task finished unexpectedly. This should never "
                 "happen! Please open an issue on GitHub. See stack trace above for the actual cause.")),
+    # --- a sequence the whole KV cache cannot hold; a client's request over max_model_len --------
+    S("v0_swapped_exceeds_blocks", "prompt_exceeds_kv", "warning",
+      ("because there's not enough kv cache blocks to run the entire sequence",),
+      probe=("because there's not enough kv cache blocks to run the entire sequence",),
+      feeds="prompt-exceeds-kv: a swapped-out sequence no longer fits the whole KV cache (KV budget up)",
+      examples=("Failing the request 42 because there's not enough kv cache blocks to run the entire sequence.",)),
+    S("v1_prompt_length_of", "prompt_too_long", "warning", ("Prompt length of ",),
+      r"Prompt length of (?P<prompt_tokens>\d+) is longer than the maximum model length of (?P<limit>\d+)",
+      origin="raise", probe=("Prompt length of {len(prompt_ids)} is longer than the ",),
+      fields=("prompt_tokens", "limit"),
+      feeds=NOT_CONFIG + ": a client's prompt longer than max_model_len (0.7 V1; raise max_model_len only if it fits)",
+      examples=("ValueError: Prompt length of 9000 is longer than the maximum model length of 8192.",)),
+    S("v1_prompt_plus_output", "prompt_too_long", "warning", ("plus the number of requested output tokens",),
+      r"prompt \(length (?P<prompt_tokens>\d+)\) plus the number of requested output tokens \(at least 1\) is "
+      r"longer than the maximum model length of (?P<limit>\d+)", origin="raise",
+      probe=("plus the number of requested output tokens (at least 1)",), fields=("prompt_tokens", "limit"),
+      feeds=NOT_CONFIG + ": a client's prompt that leaves no room for one output token under max_model_len",
+      examples=("VLLMValidationError: The decoder prompt (length 8192) plus the number of requested output tokens "
+                "(at least 1) is longer than the maximum model length of 8192. Make sure that `max_model_len` is no "
+                "smaller than the number of text tokens (prompt + requested output tokens).",)),
+    S("input_length_over_context", "prompt_too_long", "warning", ("exceeds model's maximum context length",),
+      r"Input length \((?P<prompt_tokens>\d+)\) exceeds model's maximum context length \((?P<limit>\d+)\)",
+      origin="raise", probe=("exceeds model's maximum context length",),
+      fields=("prompt_tokens", "limit"),
+      feeds=NOT_CONFIG + ": a client's input longer than max_model_len (HTTP 400, 0.32+)",
+      examples=("ValueError: Input length (40000) exceeds model's maximum context length (32768).",)),
+    S("mm_prompt_too_long", "prompt_too_long", "warning", ("is too long to fit into the model (context length",),
+      r"total length (?P<prompt_tokens>\d+)\) is too long to fit into the model \(context length (?P<limit>\d+)\)",
+      origin="raise", probe=("is too long to fit into the model (context length",),
+      fields=("prompt_tokens", "limit"),
+      feeds=NOT_CONFIG + ": a client's text + image tokens longer than max_model_len (0.6-0.7)",
+      examples=("ValueError: The prompt (total length 4500) is too long to fit into the model (context length "
+                "4096). Make sure that `max_model_len` is no smaller than the number of text tokens plus multimodal "
+                "tokens. For image inputs, the number of image tokens depends on the number of images, and possibly "
+                "their aspect ratios as well.",)),
+    # --- all-reduce paths that a flag turns off ------------------------------------------------
+    S("custom_allreduce_cudacheck", "custom_allreduce_failed", "error", ("custom_all_reduce.cuh:",),
+      r"Failed: (?:Cuda error )?\S*custom_all_reduce\.cuh:(?P<line_no>\d+) '(?P<error>[^']*)'",
+      require_match=False, origin="csrc",
+      library="vLLM's C++ extension: CUDACHECK in csrc/custom_all_reduce.cuh prints 'Failed: [Cuda error ]"
+              "<file>:<line> '<error>'' and exits (vllm-project/vllm@036bb68; the older form in "
+              "tests/fixtures/incidents/vllm-project--vllm--5613--runningleon.json)",
+      fields=("line_no", "error"),
+      feeds="custom-allreduce-failed: --disable-custom-all-reduce (NCCL does the all-reduce)",
+      examples=("Failed: /home/runner/work/vllm/vllm/csrc/custom_all_reduce.cuh:310 'invalid argument'",
+                "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'peer access is not supported "
+                "between these two devices'")),
+    S("cupy_tcpstore", "cupy_nccl_failed", "error", ("TCPStore is not available",), origin="cupy",
+      library="CuPy (cupyx.distributed's TCP store, which vLLM 0.3.x's cupy_utils used for CUDA-graph all-reduce)",
+      feeds="cupy-nccl-failed: 0.3.x set up CuPy's NCCL only for CUDA graphs: --enforce-eager",
+      examples=("RuntimeError: TCPStore is not available",)),
+    S("cupy_barrier", "cupy_nccl_failed", "error", ("CuPy NCCL barrier is not supported",), origin="raise",
+      probe=("CuPy NCCL barrier is not supported",),
+      feeds="cupy-nccl-failed: 0.3.x set up CuPy's NCCL only for CUDA graphs: --enforce-eager",
+      examples=("RuntimeError: Currently, CuPy NCCL barrier is not supported since the TCP store is immediately "
+                "stopped after the initialization.",)),
     # --- vLLM's own words: a bug, not a setting ----------------------------------------------------
     S("vllm_says_bug", "vllm_bug", "error",
       ("This is a bug, please file an issue", "This indicates a bug in", "This error should NOT happen"),

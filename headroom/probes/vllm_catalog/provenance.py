@@ -377,6 +377,48 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'v0_swapped_exceeds_blocks': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        (
+            '0.4.3: vllm/core/scheduler.py:530',
+        ),
+        ('scheduler.py',),
+    ),
+    'v1_prompt_length_of': (
+        ('0.7.3',),
+        (
+            '0.7.3: vllm/v1/engine/processor.py:252',
+        ),
+        (),
+    ),
+    'v1_prompt_plus_output': (
+        ('0.32.0', '0.33.0'),
+        (
+            '0.32.0: vllm/v1/engine/input_processor.py:599',
+        ),
+        (),
+    ),
+    'input_length_over_context': (
+        ('0.32.0', '0.33.0'),
+        (
+            '0.32.0: vllm/entrypoints/serve/utils/api_utils.py:185',
+        ),
+        (),
+    ),
+    'mm_prompt_too_long': (
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3'),
+        (
+            '0.6.4.post1: vllm/engine/llm_engine.py:2025, vllm/v1/engine/processor.py:146',
+        ),
+        (),
+    ),
+    'cupy_barrier': (
+        ('0.3.3',),
+        (
+            '0.3.3: vllm/model_executor/parallel_utils/cupy_utils.py:48',
+        ),
+        (),
+    ),
     'vllm_says_bug': (
         ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
