@@ -22,8 +22,8 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 126, "right_knob": 117},
-    "validation": {"right_step": 61, "right_knob": 52},
+    "train": {"right_step": 128, "right_knob": 119},
+    "validation": {"right_step": 62, "right_knob": 52},
 }
 
 
