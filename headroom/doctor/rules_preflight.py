@@ -160,7 +160,8 @@ def weights_exceed_gpus(ctx) -> list[Finding]:
                            "gpu_memory_utilization", "max_model_len"})  # fmt: skip
         searched, checked = fix_actions(ctx, why, allow=allow, step=1)
         if any(a.knob == "tensor_parallel_size" and a.value for a in searched):
-            acts, evidence = list(searched), evidence + checked
+            acts = list(searched)
+        evidence += checked  # the search's arithmetic, or what would fit (more GPUs, FP8)
     if not acts:
         tp = lowest_holding_tp(ctx, sized)
         if tp is not None:

@@ -180,3 +180,18 @@ def test_words_that_say_loading_are_still_an_oom_of_unknown_phase():
     assert top.id == "cuda-oom-unknown"
     assert _turns(top)[0] == ("gpu_memory_utilization", "lower")
     assert not any(a.knob == "tensor_parallel_size" for f in d.findings for a in f.actions)
+
+
+def test_a_known_config_takes_the_candidates_search_and_its_checked_arithmetic():
+    """The model's config sizes it (memory model + candidates search): the TP the search
+    finds holds the weights AND one request; a log line that says nothing of memory (the V0
+    engine banner) does not silence it."""
+    log = "INFO 01-19 12:56:39 llm_engine.py:223] Initializing an LLM engine (v0.6.4) with config: model=x\n"  # fmt: skip
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-70B"]
+    d = _diagnose(log, argv, "4xA100:80")
+    pre = next(f for f in d.findings if f.id == "preflight-weights")
+    assert pre.actions[0].knob == "tensor_parallel_size" and pre.actions[0].value in (2, 4)
+    assert any(line.startswith("checked (vLLM") for line in pre.evidence)
+    small = _diagnose(log, argv, "4xA100:40")
+    pre = next(f for f in small.findings if f.id == "preflight-weights")
+    assert not pre.actions and any(line.startswith("would fit") for line in pre.evidence)
