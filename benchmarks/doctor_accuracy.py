@@ -157,13 +157,22 @@ def evaluate(incidents: list[dict]) -> list[Outcome]:
     return outcomes
 
 
+def title_only(incident: dict) -> bool:
+    """The thread pasted no log: the incident's log is (part of) the issue title's text."""
+    log = " ".join(incident["log"].split())
+    return bool(log) and log in " ".join(incident["source"]["title"].split())
+
+
 def summarize(outcomes: list[Outcome]) -> dict:
-    """{split: {"all"|"1".."5"|"other": {count, right_step, right_knob, wrong_direction, exit_2}}}"""
+    """{split: {"all"|"1".."5"|"other"|"pasted"|"title": {count, right_step, right_knob,
+    fix_offered, wrong_direction, exit_2}}}: by expected step, then by what the thread gave
+    (a pasted log, or only its title's text)."""
     table: dict = {}
     for o in outcomes:
         split = o.incident["split"]
         step = o.incident["expected"]["step"]
-        for key in ("all", "other" if step is None else str(step)):
+        kind = "title" if title_only(o.incident) else "pasted"
+        for key in ("all", "other" if step is None else str(step), kind):
             row = table.setdefault(split, {}).setdefault(
                 key,
                 {
@@ -186,7 +195,7 @@ def summarize(outcomes: list[Outcome]) -> dict:
 
 def render(table: dict) -> str:
     lines = []
-    order = ["all", "1", "2", "3", "4", "5", "other"]
+    order = ["all", "1", "2", "3", "4", "5", "other", "pasted", "title"]
     for split in SPLITS:
         rows = table.get(split, {})
         lines.append(f"{split}")
@@ -195,6 +204,8 @@ def render(table: dict) -> str:
             r = rows.get(key)
             if not r:
                 continue
+            if key == "pasted":
+                lines.append("  by what the thread gave: a pasted log, or the title's text only")
             pct = 100.0 * r["right_knob"] / r["count"]
             offered = 100.0 * r["fix_offered"] / r["count"]
             lines.append(

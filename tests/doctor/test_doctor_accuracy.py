@@ -101,3 +101,16 @@ def test_the_scorer_can_fail():
     ok = bench.score(incident, 1, right)
     assert ok.right_knob and ok.right_step and not ok.wrong_direction
     assert not bench.score(incident, 2, None).right_step
+
+
+def test_every_incident_is_counted_once_by_what_the_thread_gave(outcomes):
+    bench, results = outcomes
+    table = bench.summarize(results)
+    for split in ("train", "validation"):
+        rows = table[split]
+        parts = [rows[k] for k in ("pasted", "title") if k in rows]
+        for column in ("count", "right_step", "right_knob", "fix_offered"):
+            assert sum(r[column] for r in parts) == rows["all"][column], (split, column)
+    title = {"log": "Gemma OOM", "source": {"title": "Gemma  OOM"}}
+    pasted = {"log": "Gemma OOM\nTraceback ...", "source": {"title": "Gemma OOM"}}
+    assert bench.title_only(title) and not bench.title_only(pasted)
