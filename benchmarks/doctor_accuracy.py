@@ -7,7 +7,8 @@ the way a new user would run it: its error text, verbatim from the thread, writt
 and given as `--log`; the thread's command line after `--`; `--gpus`/`--nodes` when the
 thread says which GPUs; `--model-config` when the incident carries a config. The doctor runs
 in this process through `headroom.cli.main(["doctor", ...])`, the same path as the console
-script, so 150 incidents take seconds rather than 150 interpreter starts.
+script, so 150 incidents take seconds rather than 150 interpreter starts. The Hub is off and its
+cache empty while it scores (HF_HUB_OFFLINE), so every machine gets the same figures.
 
 Scored against the answer derived from the thread's own resolution (`expected`):
 - right step: the top finding's step equals the expected step (null = "other");
@@ -31,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -79,6 +81,24 @@ def doctor_argv(incident: dict, log_path: Path) -> list[str]:
     if incident.get("command"):
         argv += ["--", *shlex.split(incident["command"])]
     return argv
+
+
+@contextlib.contextmanager
+def offline_hub():
+    """The same score on every machine: no Hugging Face Hub and an empty hub cache, so a
+    model id is sized from what the incident gives (its name, `model_config`), never from a
+    config.json one machine happens to reach or have cached."""
+    saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_HOME", "HF_HUB_CACHE")}
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ.update(HF_HUB_OFFLINE="1", HF_HOME=cache, HF_HUB_CACHE=cache)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 def run_doctor(incident: dict) -> tuple[int, dict | None, str]:
@@ -151,9 +171,10 @@ def score(incident: dict, code: int, doc: dict | None) -> Outcome:
 
 def evaluate(incidents: list[dict]) -> list[Outcome]:
     outcomes = []
-    for incident in incidents:
-        code, doc, _ = run_doctor(incident)
-        outcomes.append(score(incident, code, doc))
+    with offline_hub():
+        for incident in incidents:
+            code, doc, _ = run_doctor(incident)
+            outcomes.append(score(incident, code, doc))
     return outcomes
 
 
