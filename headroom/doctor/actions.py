@@ -110,6 +110,27 @@ def raise_kv_budget(
     )
 
 
+def cpu_kv_space(ctx, line: str, scale: float | None, why: str) -> Action | None:
+    """V0's CPU worker (0.4.3-0.9.2 cpu_worker.py) sizes the KV cache by the environment
+    variable VLLM_CPU_KVCACHE_SPACE (GiB; 0 = 4 GiB, platforms/cpu.py) and its refusals say
+    "Try increasing `VLLM_CPU_KVCACHE_SPACE`": there the budget knob is that variable, and
+    gpu_memory_utilization does nothing. None for any other text."""
+    if "VLLM_CPU_KVCACHE_SPACE" not in line:
+        return None
+    lines = getattr(ctx, "raw_lines", None) or []
+    default = any("VLLM_CPU_KVCACHE_SPACE (GiB)" in x and "using 4 by default" in x for x in lines)
+    value = math.ceil(4 * scale * 1.05) if (default and scale and scale > 1) else None
+    return Action(
+        "VLLM_CPU_KVCACHE_SPACE",
+        "raise",
+        value,
+        f"{why}: on the CPU backend this environment variable (GiB) is the KV cache"
+        + (f", {scale:.1f}x the default 4 GiB" if value else ""),
+        "host RAM: keep it within the node's free memory",
+        step=4,
+    )
+
+
 def _cpu_backend(ctx) -> bool:
     """vLLM's CPU backend says so in its engine config line and its worker's name."""
     lines = getattr(ctx, "raw_lines", None) or []

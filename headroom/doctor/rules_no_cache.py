@@ -74,7 +74,8 @@ def no_cache_memory(ctx) -> list[Finding]:
     )
     wider = A.raise_tp(ctx, tp, "the weights do not leave room for a KV cache on this many GPUs")
     sizing = _no_cache_sizing(ctx, acc)
-    if sizing is None:  # no model shape: one request cannot be sized
+    if sizing is None or "VLLM_CPU_KVCACHE_SPACE" in evidence[0]:
+        # no model shape (one request cannot be sized), or V0's CPU backend (an env var)
         acts = unsized_actions(ctx, why, evidence)
     else:
         gap, one_request, max_len, evidence_line = sizing
@@ -102,6 +103,10 @@ def no_cache_memory(ctx) -> list[Finding]:
                         "requests longer than this are rejected",
                     ),
                 ]
+        # the release's other knobs after the sized ones (each knob once)
+        first = next((a for a in acts if a is not None), None)
+        raised = first is not None and first.knob == "gpu_memory_utilization"
+        acts = _each_knob_once([*acts, *release_alternatives(ctx, raised=raised)])
     return [
         Finding(
             "no-cache-memory",
@@ -112,6 +117,16 @@ def no_cache_memory(ctx) -> list[Finding]:
             compact_actions(acts),
         )
     ]
+
+
+def _each_knob_once(acts) -> list[Action | None]:
+    seen: set[str] = set()
+    out: list[Action | None] = []
+    for a in compact_actions(acts):
+        if a.knob not in seen:
+            seen.add(a.knob)
+            out.append(a)
+    return out
 
 
 def _no_cache_sizing(ctx, acc):
@@ -181,6 +196,9 @@ def _no_cache_shorter_first(ctx, already_short: float, evidence: list) -> list:
 def unsized_actions(ctx, why: str, evidence: list[str]) -> list[Action | None]:
     """The actions when one request cannot be sized (no model shape): the raise first when
     the numbers leave it room, else the release's next knob; the others after it."""
+    cpu_space = A.cpu_kv_space(ctx, evidence[0] if evidence else "", None, why)
+    if cpu_space is not None:
+        return [cpu_space, *release_alternatives(ctx, raised=True)]
     deficit = _log_deficit(ctx)
     budget, left = _raise_for_deficit(ctx, deficit, why, evidence)
     if budget is not None:

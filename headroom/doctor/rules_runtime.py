@@ -280,7 +280,9 @@ def preemptions_in_log(ctx) -> list[Finding]:
         f"{len(events)} preemption warning(s) in the log"
         + (f"; {max(totals)} preemptions since start" if totals else "")
     )
-    seqs = ctx.knobs.max_num_seqs
+    # The warning is V0's scheduler's, whose max_num_seqs defaults to 256 (vllm/config.py
+    # SchedulerConfig, 0.4-0.10): fewer sequences is the table's second knob here too.
+    seqs = ctx.knobs.max_num_seqs or (ctx.account.max_num_seqs if ctx.account else 256)
     acts = _kv_pressure_actions(ctx, seqs, None)
     return [
         Finding(

@@ -100,7 +100,8 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         why_budget = "one request at max_model_len must fit in the KV cache"
         scale = max_len / estimate if (estimate and max_len) else None
         gap = extra if extra and extra > 0.005 else None
-        budget = A.raise_kv_budget(ctx, gap, why_budget, scale)
+        cpu_space = A.cpu_kv_space(ctx, first_line, scale, why_budget)
+        budget = cpu_space or A.raise_kv_budget(ctx, gap, why_budget, scale)
         shorter = (
             A.lower_max_model_len(
                 int(estimate),
@@ -115,7 +116,7 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         # (raised by the gap, exactly), or a utilization <= 0.95 that covers it on this GPU
         # (or on the smallest GPU the log allows). Else vLLM's own estimate leads, and the
         # raise stays (later) only if some larger GPU could make it enough.
-        verdict = A.budget_raise_verdict(ctx, gap)
+        verdict = "closes" if cpu_space else A.budget_raise_verdict(ctx, gap)
         # A max_model_len cut below _USABLE_LEN tokens serves almost no prompt: then the
         # budget leads even when it may not close the whole gap.
         too_short = estimate is not None and int(estimate) < _USABLE_LEN and budget is not None

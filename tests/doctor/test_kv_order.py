@@ -137,3 +137,51 @@ def test_eager_only_where_graphs_sit_in_the_budget_and_cover_the_gap():
     assert ("enforce_eager", "set") in new
     small = "INFO [gpu_model_runner.py:6410] Estimated CUDA graph memory: 0.36 GiB total\n" + line
     assert ("enforce_eager", "set") not in _turns(_top(small, gpus="1xL4", version="0.33.0"))
+
+
+def test_v0_cpu_backend_raises_its_kv_space_not_the_gpu_utilization():
+    """V0's CPU worker (0.4.3-0.9.2 cpu_worker.py) names VLLM_CPU_KVCACHE_SPACE: that
+    environment variable is the KV budget there; gpu_memory_utilization does nothing."""
+    refusal = (
+        "ValueError: The model's max seq len (131072) is larger than the maximum number of "
+        "tokens that can be stored in KV cache (21840). Try increasing `VLLM_CPU_KVCACHE_SPACE` "
+        "or decreasing `max_model_len` when initializing the engine."
+    )
+    warning = (
+        "WARNING 05-20 10:00:00 cpu.py:131] Environment variable VLLM_CPU_KVCACHE_SPACE (GiB) "
+        "for CPU backend is not set, using 4 by default.\n"
+    )
+    top = _top(warning + refusal)
+    assert top.id == "max-seq-len-exceeds-kv" and top.step == 4
+    assert (top.actions[0].knob, top.actions[0].direction) == ("VLLM_CPU_KVCACHE_SPACE", "raise")
+    assert top.actions[0].value == 26  # 4 GiB x 131072 / 21840 x 1.05, rounded up
+    assert ("max_model_len", "lower") in _turns(top)
+    assert not any(a.knob == "gpu_memory_utilization" for a in top.actions)
+    none_left = (
+        "ValueError: No available memory for the cache blocks. Try increasing "
+        "`VLLM_CPU_KVCACHE_SPACE` when initializing the engine."
+    )
+    top = _top(none_left)
+    assert top.actions[0].knob == "VLLM_CPU_KVCACHE_SPACE"
+    assert not any(a.knob == "gpu_memory_utilization" for a in top.actions)
+
+
+def test_a_sized_no_cache_finding_keeps_its_lead_and_adds_the_release_knobs():
+    """With the model's shape the doctor sizes one request and searches; the release's other
+    knobs follow, each once."""
+    from headroom.doctor.model_table import find_model
+
+    d = diagnose(
+        DoctorInputs(
+            log=NO_BLOCKS,
+            command=parse_command(["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]),
+            gpu_spec=parse_gpu_spec("1xRTX4090"),
+            model=find_model("Llama-3.1-8B"),
+            vllm_version="0.10.2",
+        )
+    )
+    top = d.findings[0]
+    knobs = [a.knob for a in top.actions]
+    assert len(knobs) == len(set(knobs))
+    assert "max_num_batched_tokens" in knobs and "max_num_seqs" in knobs
+    assert "enforce_eager" not in knobs  # graphs outside the budget before 0.20
