@@ -73,8 +73,18 @@ _CODE = re.compile(
     r"""assert\s|[\w.]+\s*=[^=])""",
 )
 _URL = re.compile(r"\S+://\S+")
-# Every phrase above holds one of these (lower case): the cheap test before any regex.
-_NEEDLES = ("oom", "memory", "vram", "gpu ram", "kv", "显存")
+# Every OOM phrase above holds one of these (lower case); every KV phrase holds "kv" and one
+# of the second: the cheap test before any regex (a healthy log's lines name "memory" and
+# "KV cache" all the time, and none of these words).
+_OOM_NEEDLES = ("oom", "out of", "out-of", "outofmemory", "enough", "insufficient", "no more",
+                "exhausted", "显存")  # fmt: skip
+_KV_NEEDLES = ("enough", "insufficient", "small", "no ")
+
+
+def _might_name(low: str) -> bool:
+    if any(n in low for n in _OOM_NEEDLES):
+        return True
+    return "kv" in low and any(n in low for n in _KV_NEEDLES)
 
 
 def _clause_before(text: str, start: int) -> str:
@@ -100,7 +110,7 @@ def symptom_of_line(line: object, lineno: int | None = None) -> LogEvent | None:
         return None
     text = line[:_MAX_CHARS]
     low = text.lower()
-    if not any(n in low for n in _NEEDLES):
+    if not _might_name(low):
         return None  # most lines: no regex at all
     try:
         if split_prefix(text)[0] is not None or is_client_text(text) or _CODE.match(text):
