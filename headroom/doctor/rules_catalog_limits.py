@@ -10,6 +10,7 @@ each reads the event's numbers, never its sentence.
   highest TP whose shards the quantization's group or block divides.
 - A pre-quantized bitsandbytes checkpoint with TP: TP 1, the same GPUs as pipeline stages.
 - Pipeline parallelism an old release lacks (0.2-0.5): upgrade, no knob.
+- fp8 KV scales a release cannot load, CUDA used before vLLM forked: named, no engine knob.
 - vLLM's own text calls it a bug: say so, turn no knob.
 """
 
@@ -258,6 +259,38 @@ def pp_unsupported_release(ctx) -> list[Finding]:
     return [Finding("pp-unsupported-release", None, "error", title, evidence, ())]
 
 
+def fp8_kv_scale_unsupported(ctx) -> list[Finding]:
+    """ "Only support per-tensor scaling factor for fp8 KV cache" (0.4.3-0.33.0): the KV scales
+    vLLM read are not one number per tensor: a checkpoint with per-channel/per-head KV scales,
+    or, with fp8 checkpoints without KV scales, a default-scale bug fixed in vLLM (PR #6761)."""
+    event = _first(ctx, "kv_scale_unsupported")
+    if event is None:
+        return []
+    evidence = (
+        event.line.strip()[:400],
+        "not a configuration problem: upgrade vLLM (or a checkpoint with one KV scale per "
+        "layer); --kv-cache-dtype auto starts without an fp8 KV cache (twice the KV bytes)",
+    )
+    title = "vLLM cannot load these fp8 KV-cache scales (upgrade / known bug)"
+    return [Finding("fp8-kv-scale-unsupported", None, "error", title, evidence, ())]
+
+
+def cuda_forked_subprocess(ctx) -> list[Finding]:
+    """torch's "Cannot re-initialize CUDA in forked subprocess": the script touched CUDA before
+    vLLM forked its worker processes (TP > 1 with the multiprocessing executor)."""
+    event = _first(ctx, "cuda_forked_subprocess")
+    if event is None:
+        return []
+    evidence = (
+        event.line.strip()[:400],
+        "the program used CUDA (torch.cuda, a model on the GPU) before vLLM forked its workers: "
+        "create the vLLM engine first, or export VLLM_WORKER_MULTIPROC_METHOD=spawn (vLLM 0.6+ "
+        "switches to spawn by itself when it sees CUDA initialised); no engine argument changes it",
+    )
+    title = "CUDA was initialised before vLLM forked its workers"
+    return [Finding("cuda-forked-subprocess", None, "error", title, evidence, ())]
+
+
 def vllm_reported_bug(ctx) -> list[Finding]:
     """vLLM's own text says the state it reached is a bug: no knob is the fix."""
     event = _first(ctx, "vllm_bug")
@@ -279,5 +312,7 @@ RULES = (
     quantized_tp_split,
     quantized_tp_unsupported,
     pp_unsupported_release,
+    fp8_kv_scale_unsupported,
+    cuda_forked_subprocess,
     vllm_reported_bug,
 )

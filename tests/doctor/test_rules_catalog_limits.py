@@ -243,3 +243,39 @@ def test_cupy_under_rays_compiled_graphs_or_a_new_release_turns_no_knob():
     # a traceback through Ray's compiled graph (0.8.5 executor/ray_distributed_executor.py:451)
     log = "    self.forward_dag = self._compiled_ray_dag(enable_asyncio=False)\n" + text
     assert _finding(log, "cupy-nccl-failed").actions == ()
+
+
+# --- refusals rules_compat also reads from raw lines; fp8 KV scales; CUDA before the fork --------
+
+
+@pytest.mark.parametrize(
+    ("sig_id", "finding_id", "turn"),
+    [
+        ("quant_dtype_unsupported", "dtype-unsupported", ("dtype", "set")),
+        ("quant_scheme_capability", "quantization-unsupported-gpu", ("quantization", "set")),
+        ("mamba_blocks_below_max_num_seqs", "mamba-blocks-below-max-num-seqs", ("max_num_seqs", "lower")),
+    ],
+)  # fmt: skip
+def test_refusals_read_as_catalog_events_keep_their_rules_answer(sig_id, finding_id, turn):
+    from headroom.probes.vllm_log import classify_line
+
+    text = BY_ID[sig_id].examples[0]
+    assert classify_line(text, 1).signature == sig_id  # an event now, not a bare exception
+    f = _finding(text, finding_id)
+    assert _turns(f)[0] == turn
+
+
+def test_fp8_kv_scales_vllm_cannot_load_turn_no_knob():
+    text = "[rank0]: " + BY_ID["fp8_kv_scale_per_tensor"].examples[0]
+    argv = ["vllm", "serve", "neuralmagic/Qwen2-0.5B-Instruct-FP8", "--kv-cache-dtype=fp8"]
+    top = _diagnose(text, argv)[0]
+    assert top.id == "fp8-kv-scale-unsupported" and top.actions == ()
+    assert "upgrade" in top.title
+
+
+def test_cuda_before_the_fork_names_the_start_method_and_turns_no_knob():
+    top = _diagnose(
+        BY_ID["cuda_forked_subprocess"].examples[0], ["vllm", "serve", "m", "-tp", "2"]
+    )[0]
+    assert top.id == "cuda-forked-subprocess" and top.actions == ()
+    assert any("VLLM_WORKER_MULTIPROC_METHOD=spawn" in e for e in top.evidence)

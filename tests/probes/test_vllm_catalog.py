@@ -168,6 +168,9 @@ FINDING_FOR_KIND = {
     "quantized_tp_unsupported": {"quantized-tp-unsupported"},
     "custom_allreduce_failed": {"custom-allreduce-failed"},
     "cupy_nccl_failed": {"cupy-nccl-failed"},
+    "mamba_blocks_too_few": {"mamba-blocks-below-max-num-seqs"},
+    "cuda_forked_subprocess": {"cuda-forked-subprocess"},
+    "kv_scale_unsupported": {"fp8-kv-scale-unsupported"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -209,6 +212,7 @@ EVENT_RULE_KINDS = (
     "graph_capture_failed", "cuda_illegal_memory", "swap_space_too_large", "swap_space_large",
     "swap_space_exhausted", "ray_driver_without_gpu", "quantized_tp_split", "quantized_tp_unsupported",
     "vllm_bug", "pp_unsupported_release", "custom_allreduce_failed", "cupy_nccl_failed",
+    "mamba_blocks_too_few", "cuda_forked_subprocess", "kv_scale_unsupported",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

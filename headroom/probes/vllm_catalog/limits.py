@@ -167,6 +167,41 @@ ENTRIES: tuple[S, ...] = (
       feeds="cupy-nccl-failed: 0.3.x set up CuPy's NCCL only for CUDA graphs: --enforce-eager",
       examples=("RuntimeError: Currently, CuPy NCCL barrier is not supported since the TCP store is immediately "
                 "stopped after the initialization.",)),
+    # --- refusals rules_compat reads from raw lines too (wrapped pastes); here as events -----------
+    S("quant_dtype_unsupported", "dtype_unsupported", "error", ("is not supported for quantization method",),
+      r"(?:torch\.)?(?P<dtype>\w+) is not supported for quantization method (?P<method>\w+)",
+      origin="raise", probe=("is not supported for quantization method", "is not supported for quantization \""),
+      fields=("dtype", "method"), feeds="dtype-unsupported: the dtype the quantization's kernels take",
+      examples=("ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: "
+                "[torch.float16]",)),
+    S("quant_scheme_capability", "quantization_unsupported", "error", ("Quantization scheme is not supported for",),
+      r"capability: (?P<min_capability>\d+)\.[ ',]*Current capability: (?P<capability>\d+)",
+      require_match=False, origin="raise", quoted=True, probe=("Quantization scheme is not supported for ",),
+      fields=("min_capability", "capability"),
+      feeds="quantization-unsupported: a checkpoint whose scheme this GPU runs (no memory knob)",
+      examples=("RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: "
+                "80. ', 'Current capability: 70.')",)),
+    S("mamba_blocks_below_max_num_seqs", "mamba_blocks_too_few", "error", ("exceeds available Mamba cache",),
+      r"max_num_seqs \((?P<max_num_seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)",
+      require_match=False, origin="raise", probe=("exceeds available Mamba cache ",),
+      fields=("max_num_seqs", "blocks"),
+      feeds="mamba-blocks-below-max-num-seqs (step 4: max_num_seqs down to the blocks)",
+      examples=("ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (856). Each decode sequence "
+                "requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower max_num_seqs to "
+                "at most 856 or increase gpu_memory_utilization.",)),
+    # --- fp8 KV scales a release cannot load; CUDA touched before vLLM forked ------------------------
+    S("fp8_kv_scale_per_tensor", "kv_scale_unsupported", "error",
+      ("Only support per-tensor scaling factor for fp8 KV cache",), origin="raise",
+      probe=("Only support per-tensor scaling factor",),
+      feeds=NOT_CONFIG + ": the checkpoint's KV scales are not one per tensor (or a release's scale bug); "
+            "upgrade, or --kv-cache-dtype auto",
+      examples=("ValueError: Only support per-tensor scaling factor for fp8 KV cache",)),
+    S("cuda_forked_subprocess", "cuda_forked_subprocess", "error", ("Cannot re-initialize CUDA in forked subprocess",),
+      origin="torch", library="PyTorch (torch.cuda lazy init in a forked child)",
+      feeds="cuda-forked-subprocess: CUDA was used before vLLM forked its workers (create the engine first, or "
+            "VLLM_WORKER_MULTIPROC_METHOD=spawn; 0.6+ switches to spawn itself)",
+      examples=("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you "
+                "must use the 'spawn' start method.",)),
     # --- vLLM's own words: a bug, not a setting ----------------------------------------------------
     S("vllm_says_bug", "vllm_bug", "error",
       ("This is a bug, please file an issue", "This indicates a bug in", "This error should NOT happen"),

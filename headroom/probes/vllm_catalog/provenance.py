@@ -419,6 +419,42 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'quant_dtype_unsupported': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.2.7: vllm/model_executor/model_loader.py:56',
+            '0.4.3: vllm/model_executor/model_loader/loader.py:52',
+            '0.6.4.post1: vllm/config.py:2101',
+            '0.10.2: vllm/config/__init__.py:3296',
+            '0.32.0: vllm/config/vllm.py:910',
+        ),
+        (),
+    ),
+    'quant_scheme_capability': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:114',
+            '0.7.3: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:202, vllm/model_executor/layers/quantization/quark/quark.py:147',
+        ),
+        (),
+    ),
+    'mamba_blocks_below_max_num_seqs': (
+        ('0.32.0', '0.33.0'),
+        (
+            '0.32.0: vllm/config/compilation.py:1519',
+        ),
+        (),
+    ),
+    'fp8_kv_scale_per_tensor': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.4.3: vllm/model_executor/layers/quantization/fp8.py:286',
+            '0.5.5: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:393, vllm/model_executor/layers/quantization/kv_cache.py:62',
+            '0.7.3: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:601, vllm/model_executor/layers/quantization/kv_cache.py:75, vllm/model_executor/layers/quantization/quark/quark.py:388',
+            '0.32.0: vllm/model_executor/layers/quantization/kv_cache.py:142, vllm/model_executor/layers/quantization/kv_cache.py:190, vllm/model_executor/layers/quantization/quark/quark.py:1043',
+        ),
+        (),
+    ),
     'vllm_says_bug': (
         ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
