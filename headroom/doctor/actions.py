@@ -152,6 +152,27 @@ def lower_utilization(ctx, target: float | None, why: str) -> Action | None:
     )
 
 
+def lower_kv_memory(ctx, target: float | None, why: str) -> Action | None:
+    """Less memory for the KV cache after a CUDA OOM. With --kv-cache-memory-bytes set, vLLM
+    (0.10.2+) reserves exactly that and "does not respect the gpu_memory_utilization config
+    ... If OOM'ed, ... update it correspondingly" (gpu_worker.py determine_available_memory):
+    lowering the utilization would change nothing, so the bytes go down (by a fifth)."""
+    current = ctx.knobs.kv_cache_memory_bytes
+    if not current:
+        return lower_utilization(ctx, target, why)
+    mib = 2**20
+    new = int(current * 0.8) // mib * mib
+    if new <= 0 or new >= current:
+        return None
+    return Action(
+        "kv_cache_memory_bytes",
+        "lower",
+        new,
+        f"{why}; --kv-cache-memory-bytes sets the KV cache, whatever gpu_memory_utilization says",
+        "a smaller KV cache: fewer tokens in flight, more preemption under load",
+    )
+
+
 def lower_max_model_len(value: int, why: str) -> Action:
     value = max(int(value) // 16 * 16, 16)
     return Action("max_model_len", "lower", value, why, "requests longer than this are rejected")

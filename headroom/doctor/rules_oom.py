@@ -119,7 +119,7 @@ def cuda_oom(ctx) -> list[Finding]:
     weights_alone = _weights_do_not_fit(ctx)
     if phase == "sleep-wake":
         acts = [
-            A.lower_utilization(
+            A.lower_kv_memory(
                 ctx,
                 None,
                 "on wake-up the engine maps back its whole budget (weights + KV cache) while "
@@ -140,7 +140,7 @@ def cuda_oom(ctx) -> list[Finding]:
     if phase == "weights" or weights_alone:
         out.append(_weights_finding(ctx, evidence, weights_alone))
     if _foreign_matters(ctx, foreign, _number(nums, "total_gib")):
-        acts = [A.lower_utilization(ctx, None, "another process's memory is on this GPU too")]
+        acts = [A.lower_kv_memory(ctx, None, "another process's memory is on this GPU too")]
         out.append(
             Finding(
                 "cuda-oom-foreign-process",
@@ -160,19 +160,19 @@ def cuda_oom(ctx) -> list[Finding]:
             A.lower_max_num_seqs(
                 seqs, None, "the sampler warm-up allocates logits for every sequence"
             ),
-            A.lower_utilization(ctx, None, "leaves room for the sampler's fp32 logits"),
+            A.lower_kv_memory(ctx, None, "leaves room for the sampler's fp32 logits"),
         ]
         title = "Out of GPU memory warming up the sampler (max_num_seqs dummy requests)"
     elif phase == "kv-alloc":
         acts = [
-            A.lower_utilization(ctx, None, "the KV cache was sized larger than what is free"),
+            A.lower_kv_memory(ctx, None, "the KV cache was sized larger than what is free"),
             A.lower_batched_tokens(batched, "a smaller activation peak per step"),
         ]
         title = "Out of GPU memory allocating the KV cache"
     elif phase == "graphs":
         acts = [
             A.enforce_eager("CUDA-graph capture needs memory outside the KV cache"),
-            A.lower_utilization(ctx, None, "leaves room for CUDA-graph pools"),
+            A.lower_kv_memory(ctx, None, "leaves room for CUDA-graph pools"),
         ]
         title = "Out of GPU memory capturing CUDA graphs"
     elif _v0_whole_prompt_profile(ctx) and (
@@ -197,12 +197,12 @@ def cuda_oom(ctx) -> list[Finding]:
                 "V0 profiles one whole max_model_len prefill: its activations did not fit",
                 "requests longer than this are rejected",
             ),
-            A.lower_utilization(ctx, None, "leaves room above the profiled activation peak"),
+            A.lower_kv_memory(ctx, None, "leaves room above the profiled activation peak"),
         ]
         title = "Out of GPU memory at the activation peak (a whole max_model_len prefill)"
     elif phase == "unknown":
         acts = [
-            A.lower_utilization(ctx, None, "more room outside vLLM's budget for what ran out"),
+            A.lower_kv_memory(ctx, None, "more room outside vLLM's budget for what ran out"),
             A.enforce_eager("no CUDA-graph pools (graph capture needs memory of its own)"),
             A.lower_batched_tokens(batched, "a smaller activation peak per step"),
         ]
@@ -210,7 +210,7 @@ def cuda_oom(ctx) -> list[Finding]:
     else:
         acts = [
             A.lower_batched_tokens(batched, "a smaller activation peak per step"),
-            A.lower_utilization(ctx, None, "leaves room above the profiled activation peak"),
+            A.lower_kv_memory(ctx, None, "leaves room above the profiled activation peak"),
         ]
         title = "Out of GPU memory at the activation peak"
     return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), compact_actions(acts))]

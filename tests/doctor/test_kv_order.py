@@ -185,3 +185,23 @@ def test_a_sized_no_cache_finding_keeps_its_lead_and_adds_the_release_knobs():
     assert len(knobs) == len(set(knobs))
     assert "max_num_batched_tokens" in knobs and "max_num_seqs" in knobs
     assert "enforce_eager" not in knobs  # graphs outside the budget before 0.20
+
+
+def test_an_oom_with_pinned_kv_bytes_lowers_the_bytes_not_the_utilization():
+    """vLLM 0.10.2+ reserves --kv-cache-memory-bytes exactly and "does not respect the
+    gpu_memory_utilization config ... If OOM'ed, ... update it correspondingly"."""
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 786.00 MiB. GPU 0 has a "
+        "total capacity of 23.56 GiB of which 140.75 MiB is free. Including non-PyTorch memory, "
+        "this process has 23.40 GiB memory in use."
+    )
+    argv = ["vllm", "serve", "m", "--kv-cache-memory-bytes", "5583457484"]
+    d = diagnose(DoctorInputs(log=oom, command=parse_command(argv)))
+    turns = [(a.knob, a.direction) for f in d.findings for a in f.actions]
+    assert ("kv_cache_memory_bytes", "lower") in turns
+    assert ("gpu_memory_utilization", "lower") not in turns
+    lowered = next(a for f in d.findings for a in f.actions if a.knob == "kv_cache_memory_bytes")
+    assert lowered.value < 5583457484 and lowered.value % 2**20 == 0
+    # without the pin, the utilization is the knob (the table's CUDA-OOM order)
+    plain = diagnose(DoctorInputs(log=oom, command=parse_command(["vllm", "serve", "m"])))
+    assert plain.findings[0].actions[0].knob == "gpu_memory_utilization"
