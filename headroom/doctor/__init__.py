@@ -23,6 +23,7 @@ from headroom.doctor import (
     rules_runtime,
     rules_startup,
     rules_topology,
+    rules_upgrade,
 )
 from headroom.doctor.context import Context
 from headroom.doctor.findings import (
@@ -68,6 +69,7 @@ def all_rules():
         rules_startup.RULES
         + rules_oom.RULES
         + rules_defaults.RULES
+        + rules_upgrade.RULES
         + rules_memory_gate.RULES
         + rules_parallel.RULES
         + rules_runtime.RULES

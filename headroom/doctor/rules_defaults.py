@@ -59,7 +59,7 @@ LARGE_TIER_GIB = 70.0  # arg_utils: device_memory >= 70 GiB gets the large defau
 _OTHER_PHASES = {"weights", "sleep-wake", "kv-alloc", "graphs", "sampler", "runtime"}
 
 
-def _memory_failure(ctx) -> tuple[str, LogEvent] | None:
+def memory_failure(ctx) -> tuple[str, LogEvent] | None:
     """("oom" | "kv", event) for a start-up memory failure this rule may explain."""
     ooms = ctx.of("cuda_oom")
     if ooms:
@@ -84,14 +84,14 @@ def _gib(fields, key: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _gpu(ctx) -> tuple[float | None, str]:
+def gpu_of(ctx) -> tuple[float | None, str]:
     if ctx.gpu is not None:
         return ctx.gpu.min_usable_gib, ctx.gpu.name
     total = ctx.gpu_total
     return (total[0] if total else None), ""
 
 
-def _max_len(ctx) -> int | None:
+def max_len_of(ctx) -> int | None:
     shape = ctx.model_read
     return ctx.knobs.max_model_len or getattr(shape, "max_position_embeddings", None)
 
@@ -118,7 +118,7 @@ def _regression_changes(
     return lines, raised
 
 
-def _large_for_gpu(defaults: list[ReleaseDefaults]) -> ReleaseDefaults | None:
+def _large_forgpu_of(defaults: list[ReleaseDefaults]) -> ReleaseDefaults | None:
     """The default that is above V0's 256 on a GPU under 70 GiB (0.8.0-0.8.4's 1024)."""
     for d in defaults:
         if d.max_num_seqs > V0_MAX_NUM_SEQS and d.gpu_gib < LARGE_TIER_GIB:
@@ -171,7 +171,7 @@ def _family_lines(family: ModelFamily) -> list[str]:
 def release_default_max_num_seqs(ctx) -> list[Finding]:
     if ctx.knobs.max_num_seqs is not None:
         return []  # the user chose it: not a default
-    failure = _memory_failure(ctx)
+    failure = memory_failure(ctx)
     if failure is None:
         return []
     kind, event = failure
@@ -183,12 +183,12 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
         return []  # a utilization the user raised is the first suspect (rules_oom says so)
     family = model_family(ctx)
     enc_dec = bool(family and family.encoder_decoder)
-    gib, name = _gpu(ctx)
-    max_len = _max_len(ctx)
+    gib, name = gpu_of(ctx)
+    max_len = max_len_of(ctx)
     kw = {"max_model_len": max_len or 8192, "encoder_decoder": enc_dec}
     now = possible_defaults(version, gib, name, **kw)
     changes, raised = _regression_changes(regression, now, gib, name, max_len is not None, **kw)
-    large = _large_for_gpu(now) if stated else None
+    large = _large_forgpu_of(now) if stated else None
     # A decoder-only multimodal model on V0 with the default batch budget profiles one whole
     # max_model_len prefill first (rules_oom's answer: max_model_len); not so an encoder-decoder.
     multimodal = bool(family and (enc_dec or (kind == "oom" and not _v0_whole_prompt_profile(ctx))))

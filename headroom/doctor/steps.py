@@ -38,6 +38,7 @@ _ID_ORDER = (
     # a default the user never set sized the start-up profile: before the generic KV / OOM
     # answers, after every cause those rules find on their own (weights, other processes)
     "release-default-max-num-seqs",
+    "release-default-changed",
     "no-cache-memory",
     "cuda-oom",
     "max-seq-len-exceeds-kv",

@@ -165,3 +165,23 @@ def test_a_paste_that_stops_in_an_encoder_decoder_forward_is_a_conditional_hint(
     # with the error line there, the error is read instead of guessed
     with_error = _diagnose(MLLAMA_FRAME + PROFILE_OOM)
     assert not any(f.id.endswith("encoder-trace") for f in with_error)
+
+
+def test_an_upgrade_that_grew_other_defaults_turns_each_back_the_ooms_way():
+    """No max_num_seqs change on this 22 GiB GPU (0.8.5 gives it 256, as V0 did): the rest
+    of what grew is named and turned back, never towards more memory."""
+    log = "works with vllm 0.7.3, OOM after upgrading to 0.8.5\n" + PROFILE_OOM
+    findings = _diagnose(log, ["vllm", "serve", "some-org/some-text-model"])
+    top = findings[0]
+    assert top.id == "release-default-changed"
+    assert [(a.knob, a.direction) for a in top.actions] == [("enforce_eager", "set")]
+    assert any("CUDA graphs captured up to batch 512" in e for e in top.evidence)
+    later = _diagnose("fine on 0.11.0, OOM after upgrading to 0.20.0\n" + PROFILE_OOM)[0]
+    assert (later.actions[0].knob, later.actions[0].value) == ("gpu_memory_utilization", 0.9)
+    # a utilization the user set is theirs; a downgrade is not a default that grew
+    mine = _diagnose(log, ["vllm", "serve", "m", "--enforce-eager"])
+    assert not any(f.id == "release-default-changed" for f in mine)
+    down = _diagnose("ok in 0.20.0, OOM on 0.11.0\n" + PROFILE_OOM)
+    assert not any(f.id == "release-default-changed" for f in down)
+    for f in findings:
+        assert not {(a.knob, a.direction) for a in f.actions} & _MORE_MEMORY
