@@ -172,12 +172,16 @@ def test_an_upgrade_that_grew_other_defaults_turns_each_back_the_ooms_way():
     of what grew is named and turned back, never towards more memory."""
     log = "works with vllm 0.7.3, OOM after upgrading to 0.8.5\n" + PROFILE_OOM
     findings = _diagnose(log, ["vllm", "serve", "some-org/some-text-model"])
-    top = findings[0]
-    assert top.id == "release-default-changed"
-    assert [(a.knob, a.direction) for a in top.actions] == [("enforce_eager", "set")]
-    assert any("CUDA graphs captured up to batch 512" in e for e in top.evidence)
-    later = _diagnose("fine on 0.11.0, OOM after upgrading to 0.20.0\n" + PROFILE_OOM)[0]
-    assert (later.actions[0].knob, later.actions[0].value) == ("gpu_memory_utilization", 0.9)
+    # a warning beside the OOM's own finding: a failing upgrade may as well be a bug
+    (grew,) = [f for f in findings if f.id == "release-default-changed"]
+    assert grew.severity == "warning"
+    # --enforce-eager is already the OOM finding's action: said once, pointed to here
+    assert not grew.actions and any("set enforce_eager: see" in e for e in grew.evidence)
+    assert any("CUDA graphs captured up to batch 512" in e for e in grew.evidence)
+    later = _diagnose("fine on 0.11.0, OOM after upgrading to 0.20.0\n" + PROFILE_OOM)
+    (util,) = [f for f in later if f.id == "release-default-changed"]
+    assert "0.9 -> 0.92" in util.evidence[-1]
+    assert (util.actions[0].knob, util.actions[0].direction) == ("gpu_memory_utilization", "lower")
     # a utilization the user set is theirs; a downgrade is not a default that grew
     mine = _diagnose(log, ["vllm", "serve", "m", "--enforce-eager"])
     assert not any(f.id == "release-default-changed" for f in mine)
