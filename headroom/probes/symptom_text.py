@@ -55,11 +55,11 @@ _KV_PHRASES = (
 _OOM = re.compile("|".join(f"(?:{p})" for p in _OOM_PHRASES), re.IGNORECASE)
 _KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), re.IGNORECASE)
 
-# Host memory or the kernel's OOM killer: no GPU knob fixes these.
+# Host memory, the kernel's OOM killer or a JVM's heap: no GPU knob fixes these.
 _HOST_MEMORY = re.compile(
     r"(?<!GPU )(?<!video )\bRAM\b|\bCPU\b|\bhost\s+memory|\bsystem\s+memory|\bSMEM\b|"
     r"shared\s+memory|/dev/shm|\bshm\b|\bswap\b|\bdisk\b|oom[-_ ]?kill|\bKilled\b|"
-    r"exit\s+code\s+137|\bcgroup|内存",
+    r"exit\s+code\s+137|\bcgroup|java\.lang|\bheap\b|内存",
     re.IGNORECASE,
 )
 # A hedge or a negation in the clause before the symptom: advice or a wish, not a report.

@@ -58,6 +58,7 @@ NOT_SYMPTOMS = [
     "oom-kill event in the pod, the process was Killed",
     "CPU OOM while loading safetensors",
     "OOM on host memory during model download",
+    "java.lang.OutOfMemoryError: Java heap space in the tokenizer service",
     # negations and wishes
     "works without OOM in 0.7.2",
     "How can I avoid OOM with 4 GPUs",
