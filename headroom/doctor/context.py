@@ -33,6 +33,9 @@ _V0_MARKERS = (
     "stored in KV cache (",
     "Memory profiling results:",
     "the current vLLM instance can use total_gpu_memory",
+    # V0's worker in a traceback (vllm/worker/worker.py, 0.4.3-0.10.2; V1's is v1/worker/)
+    "in raise_if_cache_size_invalid",
+    "in determine_num_available_blocks",
 )
 # PyTorch's own OOM wording dates the torch, and the torch dates vLLM: "has a total capacty of"
 # (sic) is torch 2.1's wording and "(GPU 0; 23.64 GiB total capacity; ..." the one before it,

@@ -205,3 +205,16 @@ def test_an_oom_with_pinned_kv_bytes_lowers_the_bytes_not_the_utilization():
     # without the pin, the utilization is the knob (the table's CUDA-OOM order)
     plain = diagnose(DoctorInputs(log=oom, command=parse_command(["vllm", "serve", "m"])))
     assert plain.findings[0].actions[0].knob == "gpu_memory_utilization"
+
+
+def test_a_v0_worker_frame_dates_the_v0_engine_and_its_next_knob():
+    """tests/fixtures/gpu-startup-logs/gpu-qwen2.5-0.5b-no-cache-blocks-v0.6.4.log's frame:
+    V0's worker.py raises it (0.4.3-0.10.2); at 0.95 the V0 profile's knob leads."""
+    frame = (
+        'ERROR 11-18 18:07:28 engine.py:366]   File "/usr/local/lib/python3.12/dist-packages/'
+        'vllm/worker/worker.py", line 493, in raise_if_cache_size_invalid\n'
+    )
+    assert Context(DoctorInputs(log=frame + NO_BLOCKS)).version == "0.7.3"
+    argv = ["vllm", "serve", "m", "--gpu-memory-utilization", "0.95", "--max-model-len", "8192"]
+    top = _top(frame + NO_BLOCKS, argv, "1xL4")
+    assert _turns(top)[0] == ("max_model_len", "lower") and top.actions[0].value == 4096
