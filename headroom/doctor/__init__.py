@@ -10,6 +10,7 @@ from __future__ import annotations
 from headroom.doctor import (
     rules_catalog,
     rules_catalog_comms,
+    rules_catalog_config,
     rules_catalog_limits,
     rules_compat,
     rules_defaults,
@@ -79,6 +80,7 @@ def all_rules():
         + rules_catalog.RULES
         + rules_catalog_limits.RULES
         + rules_catalog_comms.RULES
+        + rules_catalog_config.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_preflight.RULES

@@ -279,3 +279,32 @@ def test_cuda_before_the_fork_names_the_start_method_and_turns_no_knob():
     )[0]
     assert top.id == "cuda-forked-subprocess" and top.actions == ()
     assert any("VLLM_WORKER_MULTIPROC_METHOD=spawn" in e for e in top.evidence)
+
+
+# --- the memory gate's other wordings; a utilization above 1; features a release cannot combine ---
+
+
+@pytest.mark.parametrize(
+    "sig_id", ["free_memory_below_engine_budget", "cpu_memory_below_utilization"]
+)
+def test_the_memory_gates_other_wordings_lower_utilization_to_what_is_free(sig_id):
+    text = BY_ID[sig_id].examples[0]
+    f = _finding(text, "free-memory-below-utilization", ["vllm", "serve", "m"])
+    assert _turns(f)[0] == ("gpu_memory_utilization", "lower")
+    asked = 0.9 if sig_id.startswith("free") else 0.7  # the utilization in the text
+    assert f.actions[0].value < asked
+    assert any("held by other processes" in e for e in f.evidence)
+
+
+@pytest.mark.parametrize(("given", "value"), [("90.0", 0.9), ("95", 0.95), ("1.2", 0.9)])
+def test_a_utilization_above_one_is_read_as_a_percentage_or_the_default(given, value):
+    text = f"ValueError: GPU memory utilization must be less than 1.0. Got {given}."
+    f = _finding(text, "utilization-out-of-range", ["vllm", "serve", "m"])
+    assert _turns(f) == [("gpu_memory_utilization", "lower")] and f.actions[0].value == value
+
+
+@pytest.mark.parametrize("example", range(5))
+def test_two_features_a_release_cannot_combine_turn_no_knob(example):
+    text = BY_ID["feature_combination"].examples[example]
+    top = _diagnose(text, ["vllm", "serve", "m", "--enable-chunked-prefill"])[0]
+    assert top.id == "feature-combination-unsupported" and top.actions == ()

@@ -171,6 +171,8 @@ FINDING_FOR_KIND = {
     "mamba_blocks_too_few": {"mamba-blocks-below-max-num-seqs"},
     "cuda_forked_subprocess": {"cuda-forked-subprocess"},
     "kv_scale_unsupported": {"fp8-kv-scale-unsupported"},
+    "utilization_out_of_range": {"utilization-out-of-range"},
+    "feature_combination_unsupported": {"feature-combination-unsupported"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -212,7 +214,8 @@ EVENT_RULE_KINDS = (
     "graph_capture_failed", "cuda_illegal_memory", "swap_space_too_large", "swap_space_large",
     "swap_space_exhausted", "ray_driver_without_gpu", "quantized_tp_split", "quantized_tp_unsupported",
     "vllm_bug", "pp_unsupported_release", "custom_allreduce_failed", "cupy_nccl_failed",
-    "mamba_blocks_too_few", "cuda_forked_subprocess", "kv_scale_unsupported",
+    "mamba_blocks_too_few", "cuda_forked_subprocess", "kv_scale_unsupported", "utilization_out_of_range",
+    "feature_combination_unsupported",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

@@ -202,6 +202,54 @@ ENTRIES: tuple[S, ...] = (
             "VLLM_WORKER_MULTIPROC_METHOD=spawn; 0.6+ switches to spawn itself)",
       examples=("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you "
                 "must use the 'spawn' start method.",)),
+    # --- the memory gate's other wordings; a utilization above 1 ------------------------------------
+    S("free_memory_below_engine_budget", "free_memory_below_utilization", "error",
+      ("is less than the engine's budget after excluding",),
+      r"Free memory on device(?: (?P<device>\S+))? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
+      r"is less than the engine's budget after excluding external process's weights \((?P<utilization>[\d.]+), "
+      r"(?P<requested_gib>[\d.]+) GiB\)", require_match=False, origin="raise",
+      probe=("is less than the engine's budget after excluding",),
+      fields=("device", "free_gib", "total_gib", "utilization", "requested_gib"),
+      feeds="free-memory-below-utilization (0.32+, weights held by another process excluded)",
+      examples=("ValueError: Free memory on device cuda:0 (20.10/79.19 GiB) on startup is less than the engine's "
+                "budget after excluding external process's weights (0.9, 41.27 GiB). Decrease GPU memory "
+                "utilization or reduce GPU memory used by other processes.",)),
+    S("cpu_memory_below_utilization", "free_memory_below_utilization", "error",
+      ("on startup is less than desired CPU memory utilization",),
+      r"Available memory on node (?P<device>\d+) \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup "
+      r"is less than desired CPU memory utilization \((?P<utilization>[\d.]+), (?P<requested_gib>[\d.]+) GiB\)",
+      require_match=False, origin="raise", probe=("is less than desired CPU memory utilization",),
+      fields=("device", "free_gib", "total_gib", "utilization", "requested_gib"),
+      feeds="free-memory-below-utilization (CPU backend: --gpu-memory-utilization sets the CPU reservation)",
+      examples=("ValueError: Available memory on node 0 (10.78/15.61 GiB) on startup is less than desired CPU "
+                "memory utilization (0.7, 10.93 GiB). On the CPU backend, the `--gpu-memory-utilization` flag "
+                "controls the fraction of CPU memory reserved (despite its name).",)),
+    S("utilization_above_one", "utilization_out_of_range", "error", ("GPU memory utilization must be less than 1.0",),
+      r"Got (?P<utilization>[\d.]+)", require_match=False, origin="raise",
+      probe=("GPU memory utilization must be less than 1.0",), fields=("utilization",),
+      feeds="utilization-out-of-range: --gpu-memory-utilization is a fraction (0.9 = 90%)",
+      examples=("ValueError: GPU memory utilization must be less than 1.0. Got 90.0.",)),
+    # --- two features a release cannot run together (drop one, or upgrade) -------------------------
+    S("feature_combination", "feature_combination_unsupported", "error",
+      ("Chunked prefill is not supported with sliding window", "Prefix caching is not supported for fp8 cache_dtype",
+       "LoRA is not supported with chunked prefill", "chunked prefill cannot be used with prefix caching",
+       "Speculative decoding and chunked prefill are currently mutually exclusive",
+       "Chunked prefill is not supported with multi-step", "Multi-step scheduling is not supported (and not needed)"),
+      origin="raise",
+      probe=("Chunked prefill is not supported with sliding window", "Prefix caching is not supported for fp8 cache",
+             "LoRA is not supported with chunked prefill", "chunked prefill cannot be used with prefix caching",
+             "Speculative decoding and chunked prefill are currently mutually exclusive",
+             "Chunked prefill is not supported with multi-step", "Multi-step scheduling is not supported (and not"),
+      feeds="feature-combination-unsupported: drop one of the two features (or a release that runs both); no "
+            "memory knob",
+      examples=("ValueError: Chunked prefill is not supported with sliding window. Set --disable-sliding-window to "
+                "disable sliding window.",
+                "NotImplementedError: Prefix caching is not supported for fp8 cache_dtype. Run with --kv-cache-dtype "
+                "auto to use prefix caching.",
+                "ValueError: LoRA is not supported with chunked prefill yet.",
+                "RuntimeError: chunked prefill cannot be used with prefix caching now.",
+                "NotImplementedError: Multi-step scheduling is not supported (and not needed) on vLLM V1. Please "
+                "launch without --num-scheduler-steps.")),
     # --- vLLM's own words: a bug, not a setting ----------------------------------------------------
     S("vllm_says_bug", "vllm_bug", "error",
       ("This is a bug, please file an issue", "This indicates a bug in", "This error should NOT happen"),

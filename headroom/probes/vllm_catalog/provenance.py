@@ -455,6 +455,40 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'free_memory_below_engine_budget': (
+        ('0.32.0', '0.33.0'),
+        (
+            '0.32.0: vllm/v1/worker/utils.py:745',
+        ),
+        (),
+    ),
+    'cpu_memory_below_utilization': (
+        ('0.32.0',),
+        (
+            '0.32.0: vllm/v1/worker/cpu_worker.py:87',
+        ),
+        (),
+    ),
+    'utilization_above_one': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.2.7: vllm/config.py:297',
+            '0.10.2: vllm/config/cache.py:165',
+        ),
+        (),
+    ),
+    'feature_combination': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2'),
+        (
+            '0.4.3: vllm/config.py:408, vllm/config.py:816, vllm/engine/arg_utils.py:654, vllm/worker/model_runner.py:289',
+            '0.5.5: vllm/config.py:1099, vllm/config.py:1456, vllm/engine/arg_utils.py:893, vllm/engine/arg_utils.py:970',
+            '0.6.4.post1: vllm/config.py:1718, vllm/worker/hpu_model_runner.py:736, vllm/worker/openvino_model_runner.py:133',
+            '0.6.6.post1: vllm/worker/hpu_model_runner.py:754, vllm/worker/openvino_model_runner.py:133',
+            '0.7.3: vllm/platforms/cuda.py:119, vllm/platforms/rocm.py:175, vllm/worker/hpu_model_runner.py:803, vllm/worker/openvino_model_runner.py:136',
+            '0.8.5: vllm/platforms/cuda.py:119, vllm/platforms/rocm.py:254, vllm/platforms/tpu.py:118, vllm/worker/hpu_model_runner.py:688',
+        ),
+        (),
+    ),
     'vllm_says_bug': (
         ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
