@@ -23,7 +23,7 @@ def utilization_out_of_range(ctx) -> list[Finding]:
         return []
     event = events[0]
     try:
-        given = float(event.fields.get("utilization"))  # type: ignore[arg-type]
+        given = float(event.fields.get("utilization"))
     except (TypeError, ValueError):
         given = None
     value = _DEFAULT_UTILIZATION
