@@ -236,8 +236,18 @@ def _raise_for_deficit(ctx, deficit, why, evidence) -> tuple[Action | None, floa
             "context and graphs have no room, so the next knob leads"
         )
         return None, None
-    if deficit is None or total is None:
+    if deficit is None:
         return A.raise_kv_budget(ctx, None, why), None
+    if total is None:
+        # The GPU's size is not known: the raise says what size it needs, and it is gone
+        # when no GPU we know could give the deficit (then the next knob leads).
+        budget = A.raise_kv_budget(ctx, deficit, why)
+        if budget is None:
+            evidence.append(
+                f"the budget is {deficit:.2f} GiB short: no gpu_memory_utilization <= "
+                f"{A.MAX_UTILIZATION} gives that on any GPU we know, so the next knob leads"
+            )
+        return budget, None
     gib, exact = total
     room = (A.MAX_UTILIZATION - util) * gib
     about = "" if exact else "at least "

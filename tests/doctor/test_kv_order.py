@@ -6,6 +6,9 @@ first, then max_model_len, one at a time, unless the numbers say the first canno
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.context import Context
 from headroom.doctor.gpu_spec import parse_gpu_spec
@@ -218,3 +221,36 @@ def test_a_v0_worker_frame_dates_the_v0_engine_and_its_next_knob():
     argv = ["vllm", "serve", "m", "--gpu-memory-utilization", "0.95", "--max-model-len", "8192"]
     top = _top(frame + NO_BLOCKS, argv, "1xL4")
     assert _turns(top)[0] == ("max_model_len", "lower") and top.actions[0].value == 4096
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    util=st.sampled_from([0.3, 0.5, 0.8, 0.85, 0.9, 0.92, 0.94, 0.95, 0.98]),
+    deficit=st.floats(min_value=0.01, max_value=60.0),
+    gpus=st.sampled_from(["1xH100", "1xL4", "1xRTX4090", "2xA100", None]),
+    version=st.sampled_from([None, "0.4.3", "0.9.2", "0.10.2", "0.33.0"]),
+)
+def test_the_lead_follows_the_numbers_and_never_turns_the_wrong_way(util, deficit, gpus, version):
+    """Any negative budget, utilization, GPU and release: never a lower utilization for a KV
+    shortage, no raise above 0.95; the raise leads exactly when 0.95 covers the deficit (plus
+    the 1 % margin) on a known GPU, or when nothing sizes it and there is room."""
+    log = f"INFO [gpu_worker.py:276] Available KV cache memory: -{deficit:.2f} GiB\n" + NO_BLOCKS
+    argv = ["vllm", "serve", "m", "--gpu-memory-utilization", str(util)]
+    top = _top(log, argv, gpus, version)
+    turns = _turns(top)
+    assert ("gpu_memory_utilization", "lower") not in turns
+    raises = [a for a in top.actions if a.knob == "gpu_memory_utilization"]
+    assert all(util < a.value <= 0.95 for a in raises)
+    if util >= 0.95:
+        assert not raises and top.actions
+        return
+    if gpus is None:
+        from headroom.doctor.actions import largest_known_gpu_gib
+
+        some_gpu = (0.955 - util) * largest_known_gpu_gib() >= deficit
+        assert (turns[0] == ("gpu_memory_utilization", "raise")) == some_gpu
+        return
+    total = parse_gpu_spec(gpus).min_usable_gib
+    covers = (0.955 - util) >= deficit / total + 0.01
+    assert (turns[0] == ("gpu_memory_utilization", "raise")) == covers
+    assert raises  # it stays, after the lead, when it is not enough alone
