@@ -22,12 +22,13 @@ from headroom.doctor.multimodal_models import (
 # Checkpoint names of vision/audio-language families (as published on the hub), lower case.
 # "gemma-3" only in the sizes that carry a vision tower (the 1B is text-only).
 _MULTIMODAL_NAME = re.compile(
-    r"llava|pixtral|internvl|intern-?s1|minicpm-?[vo]\b|minicpm-?[vo][-_]|qwen\d?(?:\.\d)?-?vl|"
+    # a name starts a word ("provisioning" holds "ovis", "Qwen/Qwen2-VL" starts after "/")
+    r"(?<![a-z])(?:llava|pixtral|internvl|intern-?s1|minicpm-?[vo]\b|minicpm-?[vo][-_]|qwen\d?(?:\.\d)?-?vl|"
     r"qwen\d?(?:\.\d)?-omni|qwen2?-audio|idefics|paligemma|phi-?3(?:\.5)?-vision|"
     r"phi-?4-multimodal|molmo|florence-?2|whisper|chameleon|fuyu|blip-?2|deepseek-vl|"
     r"glm-?4(?:\.\d)?v|cogvlm|llama-?3\.2-\d+b-vision|mllama|llama-?4-(?:scout|maverick)|"
     r"kimi-vl|ovis|h2ovl|nvlm|aya-vision|smolvlm|ultravox|voxtral|gemma-?3n?-(?:4|12|27)b|"
-    r"(?<![a-z])(?:vlm|vl)(?![a-z])|[-_]vision\b|-vision-",
+    r"(?:vlm|vl)(?![a-z]))|[-_]vision\b|-vision-",
     re.IGNORECASE,
 )
 _ENCODER_DECODER_NAME = re.compile(

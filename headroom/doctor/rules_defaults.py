@@ -151,6 +151,15 @@ def _encoder_items(ctx, now: list[ReleaseDefaults]):
     return act, line + ": the batched-token budget bound it, not max_num_seqs"
 
 
+def _kv_blocks(ctx) -> int | None:
+    """KV blocks per the memory account (model and GPU known), None otherwise or when the
+    estimate has none (then it bounds nothing)."""
+    acc = ctx.account
+    if acc is None or acc.kv_capacity_tokens <= 0:
+        return None
+    return acc.kv_capacity_tokens // max(acc.block_size, 1)
+
+
 def _family_lines(family: ModelFamily) -> list[str]:
     if family.encoder_decoder:
         return [
@@ -201,6 +210,9 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
         target = V0_MAX_NUM_SEQS
     else:
         target = min(seqs_target(d, encoder_decoder=False) for d in now)
+    blocks = _kv_blocks(ctx)
+    if blocks is not None and blocks < target:
+        target = max(blocks, 1)  # every running sequence holds at least one KV block
     ver_text = format_version(version)
     applies = f"applies {seqs_text(now)} (versions.RELEASE_TABLE, from its arg_utils.py)"
     if enc_dec and now[0].engine == "V0" and version >= (0, 8, 0):
@@ -215,6 +227,8 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
             f"max_num_seqs was not set; the release is not known: the newest, {ver_text}, {applies}"
         )
     evidence = [event.line.strip()[:300], said]
+    if blocks is not None and blocks <= target:
+        evidence.append(f"the KV cache holds about {blocks:,} blocks: no more sequences can run")
     if family is not None:
         evidence += _family_lines(family)
     if large is not None:

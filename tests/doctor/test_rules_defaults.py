@@ -7,6 +7,9 @@ blocks" (vllm/v1/core/kv_cache_utils.py, the catalog's example)."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.model_family import model_family
@@ -189,3 +192,36 @@ def test_an_upgrade_that_grew_other_defaults_turns_each_back_the_ooms_way():
     assert not any(f.id == "release-default-changed" for f in down)
     for f in findings:
         assert not {(a.knob, a.direction) for a in f.actions} & _MORE_MEMORY
+
+
+@given(st.lists(st.text(max_size=200), max_size=6))
+def test_model_family_never_raises_on_any_text(lines):
+    class Ctx:
+        raw_lines, model_read, facts = lines, None, None
+        inputs = DoctorInputs()
+
+    found = model_family(Ctx())
+    assert found is None or found.multimodal
+
+
+def test_words_that_hold_a_model_name_are_not_one():
+    class Ctx:
+        model_read, facts, inputs = None, None, DoctorInputs()
+        raw_lines = ["provisioning the --revision of a television model OOM"]
+
+    assert model_family(Ctx()) is None
+
+
+def test_the_kv_cache_bounds_the_target(monkeypatch):
+    """More sequences than KV blocks can never run at once: a smaller KV cache lowers the
+    table's target to its block count."""
+    from headroom.doctor import rules_defaults
+
+    monkeypatch.setattr(rules_defaults, "_kv_blocks", lambda ctx: 40)
+    config = {"architectures": ["Qwen2VLForConditionalGeneration"], "hidden_size": 3584,
+              "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+              "vocab_size": 152064}  # fmt: skip
+    shape = shape_from_config(config, "Qwen2-VL-7B")
+    top = _diagnose(PROFILE_OOM, model=shape, gpu_spec=parse_gpu_spec("1xA10"))[0]
+    assert (top.actions[0].knob, top.actions[0].value) == ("max_num_seqs", 40)
+    assert any("about 40 blocks" in e for e in top.evidence)
