@@ -116,7 +116,7 @@ def test_a_marlin_split_respects_the_models_heads_when_the_shape_is_known():
 
 
 def test_awqs_text_without_numbers_halves_tp():
-    text = BY_ID["quantized_shard_not_divisible"].examples[3]
+    text = BY_ID["awq_not_aligned"].examples[0]
     f = _finding(text, "quantized-tp-split", ["vllm", "serve", "m-awq", "-tp", "4"])
     assert _turns(f) == [("tensor_parallel_size", "lower")] and f.actions[0].value == 2
 
@@ -308,3 +308,23 @@ def test_two_features_a_release_cannot_combine_turn_no_knob(example):
     text = BY_ID["feature_combination"].examples[example]
     top = _diagnose(text, ["vllm", "serve", "m", "--enable-chunked-prefill"])[0]
     assert top.id == "feature-combination-unsupported" and top.actions == ()
+
+
+def test_source_lines_a_traceback_quotes_are_not_refusals():
+    """A traceback through linear.py quotes `self.input_size_per_partition = divide(...)` (0.10.2
+    model_executor/layers/linear.py:1214) and a build log names custom_all_reduce.cuh: neither is
+    the refusal, so neither turns TP down nor the custom all-reduce off."""
+    from headroom.probes.vllm_log import classify_line
+
+    for line in (
+        "    self.input_size_per_partition = divide(input_size, self.tp_size)",
+        "/workspace/csrc/custom_all_reduce.cuh:23: warning: unused variable",
+    ):
+        event = classify_line(line, 1)
+        assert event is None or event.kind not in ("quantized_tp_split", "custom_allreduce_failed")
+    log = "    self.input_size_per_partition = divide(input_size, self.tp_size)\n" + (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB."
+    )
+    assert "quantized-tp-split" not in {
+        f.id for f in _diagnose(log, ["vllm", "serve", "m", "-tp", "8"])
+    }

@@ -12,6 +12,8 @@ from headroom.probes.vllm_catalog.signature import Signature as S
 
 _SWAP = (r"(?P<swap_gib>[\d.]+) GiB out of the (?P<cpu_total_gib>[\d.]+) GiB total CPU memory is "
          r"allocated for the swap space")  # fmt: skip
+# The numbers of the split. Required (not only the needle): a traceback through
+# linear.py quotes source lines such as `self.input_size_per_partition = divide(...)`.
 _SPLIT = (r"(?P<what>\w[\w' ]*?) = (?P<partition>\d+) is not divisible\s+by\s+(?:weight quantization )?"
           r"(?P<divisor_name>\w+) = (?P<divisor>\d+)")  # fmt: skip
 
@@ -54,11 +56,9 @@ ENTRIES: tuple[S, ...] = (
                 "`{driver_node_id}` before starting an vLLM engine.")),
     # --- quantized weights a tensor-parallel size cannot split -------------------------------
     S("quantized_shard_not_divisible", "quantized_tp_split", "error",
-      ("_per_partition = ", "output_partition_size = ", "of down's weight = ", "gate's and up's weight = ",
-       "is not aligned with the quantized weight shape"),
-      _SPLIT, require_match=False, origin="raise",
-      probe=("is not aligned with the quantized weight shape", "Consider reducing tensor_parallel_size or running ",
-             "is not divisible by weight quantization block_"),
+      ("_per_partition = ", "output_partition_size = ", "of down's weight = ", "gate's and up's weight = "),
+      _SPLIT, origin="raise",
+      probe=("Consider reducing tensor_parallel_size or running ", "is not divisible by weight quantization block_"),
       fields=("what", "partition", "divisor_name", "divisor"),
       feeds="quantized-tp-split (step 2): a TP whose weight shards the quantization's groups/blocks divide",
       examples=("ValueError: Weight input_size_per_partition = 1792 is not divisible by group_size = 128. "
@@ -66,9 +66,12 @@ ENTRIES: tuple[S, ...] = (
                 "ValueError: Weight output_size_per_partition = 1848 is not divisible by  min_thread_n = 64. "
                 "Consider reducing tensor_parallel_size or running with --quantization gptq.",
                 "ValueError: Weight output_partition_size = 1536 is not divisible by weight quantization block_n "
-                "= 128.",
-                "ValueError: The input size is not aligned with the quantized weight shape. This can be caused by "
-                "too large tensor parallel size.")),
+                "= 128.")),
+    S("awq_not_aligned", "quantized_tp_split", "error", ("is not aligned with the quantized weight shape",),
+      origin="raise", probe=("is not aligned with the quantized weight shape",),
+      feeds="quantized-tp-split (step 2): AWQ/GPTQ's own words, 'too large tensor parallel size'",
+      examples=("ValueError: The input size is not aligned with the quantized weight shape. This can be caused by "
+                "too large tensor parallel size.",)),
     S("bnb_prequant_tp", "quantized_tp_unsupported", "error",
       ("Prequant BitsAndBytes models with tensor parallelism is not supported",),
       origin="raise", probe=("Prequant BitsAndBytes models with tensor parallelism is not",),
@@ -149,7 +152,7 @@ ENTRIES: tuple[S, ...] = (
     # --- all-reduce paths that a flag turns off ------------------------------------------------
     S("custom_allreduce_cudacheck", "custom_allreduce_failed", "error", ("custom_all_reduce.cuh:",),
       r"Failed: (?:Cuda error )?\S*custom_all_reduce\.cuh:(?P<line_no>\d+) '(?P<error>[^']*)'",
-      require_match=False, origin="csrc",
+      origin="csrc",
       library="vLLM's C++ extension: CUDACHECK in csrc/custom_all_reduce.cuh prints 'Failed: [Cuda error ]"
               "<file>:<line> '<error>'' and exits (vllm-project/vllm@036bb68; the older form in "
               "tests/fixtures/incidents/vllm-project--vllm--5613--runningleon.json)",

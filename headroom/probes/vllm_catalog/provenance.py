@@ -323,16 +323,24 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'quantized_shard_not_divisible': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/model_executor/layers/quantization/utils/marlin_utils.py:101, vllm/model_executor/layers/quantization/utils/marlin_utils.py:109, vllm/model_executor/layers/quantization/utils/marlin_utils.py:117',
+            '0.6.6.post1: vllm/model_executor/layers/quantization/fp8.py:179, vllm/model_executor/layers/quantization/fp8.py:188, vllm/model_executor/layers/quantization/fp8.py:398, vllm/model_executor/layers/quantization/fp8.py:403',
+            '0.8.5: vllm/model_executor/layers/quantization/fp8.py:219, vllm/model_executor/layers/quantization/fp8.py:228, vllm/model_executor/layers/quantization/fp8.py:479, vllm/model_executor/layers/quantization/fp8.py:486',
+            '0.11.0: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:579, vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:586, vllm/model_executor/layers/quantization/fp8.py:511, vllm/model_executor/layers/quantization/fp8.py:518',
+            '0.32.0: vllm/model_executor/layers/quantization/utils/fp8_utils.py:1326, vllm/model_executor/layers/quantization/utils/fp8_utils.py:1342, vllm/model_executor/layers/quantization/utils/fp8_utils.py:1364, vllm/model_executor/layers/quantization/utils/fp8_utils.py:1371',
+        ),
+        (),
+    ),
+    'awq_not_aligned': (
         ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/model_executor/layers/quantization/awq.py:86, vllm/model_executor/layers/quantization/awq.py:91, vllm/model_executor/layers/quantization/gptq.py:101, vllm/model_executor/layers/quantization/gptq.py:106',
             '0.4.3: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:92, vllm/model_executor/layers/quantization/awq.py:99',
             '0.5.5: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:100, vllm/model_executor/layers/quantization/awq.py:93',
             '0.6.4.post1: vllm/model_executor/layers/quantization/aqlm.py:239, vllm/model_executor/layers/quantization/aqlm.py:246, vllm/model_executor/layers/quantization/awq.py:102, vllm/model_executor/layers/quantization/awq.py:109',
-            '0.6.6.post1: vllm/model_executor/layers/quantization/aqlm.py:239, vllm/model_executor/layers/quantization/aqlm.py:246, vllm/model_executor/layers/quantization/awq.py:102, vllm/model_executor/layers/quantization/awq.py:109',
-            '0.8.5: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:105, vllm/model_executor/layers/quantization/awq.py:112',
-            '0.10.2: vllm/model_executor/layers/quantization/awq.py:147, vllm/model_executor/layers/quantization/awq.py:154, vllm/model_executor/layers/quantization/bitsandbytes.py:215, vllm/model_executor/layers/quantization/fp8.py:288',
-            '0.11.0: vllm/model_executor/layers/quantization/awq.py:147, vllm/model_executor/layers/quantization/awq.py:154, vllm/model_executor/layers/quantization/bitsandbytes.py:216, vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:579',
+            '0.10.2: vllm/model_executor/layers/quantization/awq.py:147, vllm/model_executor/layers/quantization/awq.py:154, vllm/model_executor/layers/quantization/bitsandbytes.py:215, vllm/model_executor/layers/quantization/gptq.py:171',
             '0.32.0: vllm/model_executor/layers/quantization/auto_awq.py:821, vllm/model_executor/layers/quantization/auto_awq.py:829, vllm/model_executor/layers/quantization/fp_quant.py:124, vllm/model_executor/layers/quantization/quark/schemes/quark_w4a16_int4.py:92',
         ),
         (),
