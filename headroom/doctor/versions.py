@@ -49,9 +49,9 @@ RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
      "max_num_seqs 1024 on EVERY GPU (V0: 256). Budget = total x utilization - (torch peak + "
      "all non-torch memory, CUDA context included). CUDA graphs for batch sizes 1, 2, 4, "
      "8..512, captured after the KV cache is sized: outside the budget. The profile run "
-     "also warms the sampler over max_num_seqs dummy requests, and a multimodal model's "
-     "encoder over min(encoder budget / tokens per item, max_num_seqs x items per prompt) "
-     "dummy items.",
+     "also warms the sampler over max_num_seqs dummy requests (read in 0.8.5; not in "
+     "0.7.3's V1: vllm PRs #13594/#14508), and a multimodal model's encoder over "
+     "min(encoder budget / tokens per item, max_num_seqs x items per prompt) dummy items.",
      "0.8.0 vllm/envs.py VLLM_USE_V1, vllm/engine/arg_utils.py _override_v1_engine_args, "
      "vllm/v1/worker/gpu_worker.py determine_available_memory; 0.7.3/0.8.5 vllm/config.py "
      "CompilationConfig batch_size_capture_list, vllm/v1/worker/gpu_model_runner.py "
