@@ -106,3 +106,18 @@ ENCODER_DECODER_ARCHITECTURES = frozenset(
      "Florence2ForConditionalGeneration", "DonutForConditionalGeneration"}
 )  # fmt: skip
 ENCODER_DECODER_MODULES = frozenset({"mllama", "whisper", "florence2", "donut"})
+# The encoder-decoder models V1 took over, from the release where their module stopped being
+# SupportsV0Only (whisper.py: SupportsV0Only in 0.8.5/0.9.2, not in 0.10.2); the others
+# (mllama, florence2, donut) stayed V0-only until they were removed (not in 0.11.0).
+V1_ENCODER_DECODER_SINCE = {"whisper": (0, 10, 2)}
+
+
+def runs_encoder_decoder_on_v0(name: str, version: tuple[int, int, int]) -> bool:
+    """Whether `version` runs this encoder-decoder model (a name, module or architecture) on
+    V0's encoder-decoder runner, whose profile gives each dummy sequence a whole encoder
+    input."""
+    lowered = name.lower()
+    for key, since in V1_ENCODER_DECODER_SINCE.items():
+        if key in lowered:
+            return version < since
+    return True

@@ -25,7 +25,7 @@ import re
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.model_family import ModelFamily, model_family
-from headroom.doctor.multimodal_models import ENCODER_DECODER_MODULES
+from headroom.doctor.multimodal_models import ENCODER_DECODER_MODULES, runs_encoder_decoder_on_v0
 from headroom.doctor.release_defaults import (
     ENCODER_DECODER_MAX_NUM_SEQS,
     V0_MAX_NUM_SEQS,
@@ -160,8 +160,8 @@ def _kv_blocks(ctx) -> int | None:
     return acc.kv_capacity_tokens // max(acc.block_size, 1)
 
 
-def _family_lines(family: ModelFamily) -> list[str]:
-    if family.encoder_decoder:
+def _family_lines(family: ModelFamily, enc_dec: bool) -> list[str]:
+    if enc_dec:
         return [
             f"encoder-decoder multimodal model ({family.how})",
             "its start-up profile gives EACH of max_num_seqs dummy sequences a whole encoder "
@@ -191,7 +191,9 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
     if util is not None and util > default_utilization(version) + 1e-9:
         return []  # a utilization the user raised is the first suspect (rules_oom says so)
     family = model_family(ctx)
-    enc_dec = bool(family and family.encoder_decoder)
+    enc_dec = bool(
+        family and family.encoder_decoder and runs_encoder_decoder_on_v0(family.name, version)
+    )
     gib, name = gpu_of(ctx)
     max_len = max_len_of(ctx)
     kw = {"max_model_len": max_len or 8192, "encoder_decoder": enc_dec}
@@ -230,7 +232,7 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
     if blocks is not None and blocks <= target:
         evidence.append(f"the KV cache holds about {blocks:,} blocks: no more sequences can run")
     if family is not None:
-        evidence += _family_lines(family)
+        evidence += _family_lines(family, enc_dec)
     if large is not None:
         evidence.append(
             f"{large.max_num_seqs} sequences is V1's default on every GPU in 0.8.0-0.8.4; "

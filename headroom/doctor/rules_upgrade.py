@@ -14,6 +14,7 @@ from __future__ import annotations
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.model_family import model_family
+from headroom.doctor.multimodal_models import runs_encoder_decoder_on_v0
 from headroom.doctor.release_defaults import ReleaseDefaults, changed_defaults, possible_defaults
 from headroom.doctor.rules_defaults import gpu_of, max_len_of, memory_failure
 from headroom.doctor.version_claims import stated_regression
@@ -76,7 +77,11 @@ def upgrade_grew_defaults(ctx) -> list[Finding]:
     if regression.bad <= regression.good:
         return []  # a downgrade that fails is not a default that grew
     family = model_family(ctx)
-    enc_dec = bool(family and family.encoder_decoder)
+    enc_dec = bool(
+        family
+        and family.encoder_decoder
+        and runs_encoder_decoder_on_v0(family.name, regression.bad)
+    )
     gib, name = gpu_of(ctx)
     max_len = max_len_of(ctx)
     kw = {"max_model_len": max_len or 8192, "encoder_decoder": enc_dec}

@@ -225,3 +225,15 @@ def test_the_kv_cache_bounds_the_target(monkeypatch):
     top = _diagnose(PROFILE_OOM, model=shape, gpu_spec=parse_gpu_spec("1xA10"))[0]
     assert (top.actions[0].knob, top.actions[0].value) == ("max_num_seqs", 40)
     assert any("about 40 blocks" in e for e in top.evidence)
+
+
+def test_whisper_is_encoder_decoder_on_v0_only_until_v1_took_it_over():
+    """vllm-project/vllm#15216's words: Whisper on 0.8.0 ran on V0's encoder-decoder runner
+    (SupportsV0Only until 0.10.2): 16. On the newest release V1 runs it: a multimodal model."""
+    title = "I used vllm 0.8.0 to deploy whisper-large-v3-turbo . The model is only 1.6G\n"
+    gpu = parse_gpu_spec("1xRTX3060:12")
+    old = _diagnose(title + PROFILE_OOM, gpu_spec=gpu)[0]
+    assert old.id == FINDING_ID and old.actions[0].value == 16
+    new = _diagnose(title.replace("vllm 0.8.0", "vllm") + PROFILE_OOM, gpu_spec=gpu)[0]
+    assert new.id == FINDING_ID and new.actions[0].value == 64
+    assert not any("encoder-decoder" in e for e in new.evidence)
