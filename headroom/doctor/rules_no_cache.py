@@ -281,15 +281,28 @@ def release_alternatives(ctx, *, raised: bool, kv_left: float | None = None) -> 
     version = effective_version(ctx.version)
     knobs = ctx.knobs
     shape = ctx.model_read
-    length = knobs.max_model_len or (getattr(shape, "max_position_embeddings", None) or None)
+    # --max-model-len -1 asks vLLM (0.32+) to fit the length to memory itself ("Cannot
+    # auto-fit max_model_len" when not even one token fits): no length to cut then.
+    # (vllm/utils/argparse_utils.py human_readable_int_or_auto: "-1" or "auto")
+    cmd = ctx.inputs.command
+    typed = str(cmd.get("max_model_len") if cmd is not None else "").strip().lower()
+    auto_fit = typed in ("-1", "auto")
+    length = (
+        None
+        if auto_fit
+        else knobs.max_model_len or (getattr(shape, "max_position_embeddings", None) or None)
+    )
     tokens, seqs = _batch(ctx, version, length)
+
+    def shorter_for(why: str) -> Action | None:
+        return None if auto_fit else _shorter(length, why)
+
     fewer_seqs = A.lower_max_num_seqs(
         seqs, None, "the start-up profile's sampler holds logits for every sequence"
     )
     tp = A.raise_tp(ctx, A.lowest_fitting_tp(ctx), "the weights do not leave room for a KV cache")
     if ctx.version is not None and not is_v1(version):
-        shorter = _shorter(
-            length,
+        shorter = shorter_for(
             f"V0 ({format_version(version)}) profiles one whole max(max_model_len, 2048) "
             "prefill: a shorter context lowers the activation peak itself",
         )
@@ -314,14 +327,12 @@ def release_alternatives(ctx, *, raised: bool, kv_left: float | None = None) -> 
     if ctx.version is None:
         # The release is not known: the table's order (max_model_len next), which is also
         # V0's knob; V1's batch knobs follow.
-        shorter = _shorter(
-            length,
+        shorter = shorter_for(
             "the table's next knob: V0 (<= 0.7) profiles one whole max_model_len prefill; "
             + v1_part,
         )
         return [shorter, fewer_tokens, fewer_seqs, eager, tp]
-    shorter = _shorter(
-        length,
+    shorter = shorter_for(
         "V1 profiles max_num_batched_tokens whatever max_model_len is: it cannot make KV "
         f"memory, but the KV cache left after the raise{left} may hold less than one request",
     )

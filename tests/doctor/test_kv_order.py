@@ -254,3 +254,17 @@ def test_the_lead_follows_the_numbers_and_never_turns_the_wrong_way(util, defici
     covers = (0.955 - util) >= deficit / total + 0.01
     assert (turns[0] == ("gpu_memory_utilization", "raise")) == covers
     assert raises  # it stays, after the lead, when it is not enough alone
+
+
+def test_auto_fit_has_no_length_to_cut():
+    """--max-model-len -1 (0.32+) fits the length to memory itself; "Cannot auto-fit
+    max_model_len" means not one token fits: the budget, never a max_model_len cut."""
+    text = (
+        "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available to serve "
+        "even a single token. Try increasing `gpu_memory_utilization`."
+    )
+    for typed in ("-1", "auto"):
+        top = _top(text, ["vllm", "serve", "m", "--max-model-len", typed], "1xL4", "0.33.0")
+        turns = _turns(top)
+        assert turns[0] == ("gpu_memory_utilization", "raise")
+        assert not any(k == "max_model_len" for k, _ in turns)
