@@ -234,6 +234,7 @@ def test_the_lead_follows_the_numbers_and_never_turns_the_wrong_way(util, defici
     """Any negative budget, utilization, GPU and release: never a lower utilization for a KV
     shortage, no raise above 0.95; the raise leads exactly when 0.95 covers the deficit (plus
     the 1 % margin) on a known GPU, or when nothing sizes it and there is room."""
+    deficit = round(deficit, 2)  # as vLLM prints it
     log = f"INFO [gpu_worker.py:276] Available KV cache memory: -{deficit:.2f} GiB\n" + NO_BLOCKS
     argv = ["vllm", "serve", "m", "--gpu-memory-utilization", str(util)]
     top = _top(log, argv, gpus, version)
