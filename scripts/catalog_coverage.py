@@ -55,6 +55,14 @@ OUT_OF_SCOPE = re.compile(
     r"|transformers_utils|(?:xpu|hpu|neuron|openvino|tpu|cpu)[_./]|spec_decode|speculative"
     r"|multimodal|/layers/(?!quantization/)|/fused_moe/|benchmark"
 )
+# The start-up path every server goes through (configuration checks, scheduler, workers, the
+# executors, the memory profile): printed as a second total, the texts most users meet.
+START_UP_PATH = re.compile(
+    r"vllm/(?:config|engine/arg_utils|engine/llm_engine|engine/async_llm_engine|core/scheduler"
+    r"|core/block_manager|worker/worker\.py|worker/cache_engine|worker/model_runner|v1/worker/gpu_worker"
+    r"|v1/worker/utils|v1/engine/core|v1/core/kv_cache_utils|executor/ray|executor/multiproc"
+    r"|platforms/cuda|distributed/parallel_state|model_executor/model_loader)"
+)
 _FORMAT = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[sdifrxXeEgG%]|\{[^{}]*\}")
 
 
@@ -201,11 +209,15 @@ def main(argv: list[str]) -> int:
     if "--json" in argv:
         Path(argv[argv.index("--json") + 1]).write_text(json.dumps(table, indent=1))
     total = [sum(v[0] for v in per_topic.values()), sum(v[1] for v in per_topic.values())]
+    core = [row for row in table.values() if START_UP_PATH.search(row["where"])]
+    core_known = sum(row["known_by"] is not None for row in core)
     print(f"{'topic':<12} {'texts':>6} {'known':>6}")
     for name, _ in TOPICS:
         count, known = per_topic.get(name, [0, 0])
         print(f"{name:<12} {count:>6} {known:>6} ({100 * known / max(count, 1):.0f}%)")
     print(f"{'all':<12} {total[0]:>6} {total[1]:>6} ({100 * total[1] / max(total[0], 1):.0f}%)")
+    share = 100 * core_known / max(len(core), 1)
+    print(f"{'start-up':<12} {len(core):>6} {core_known:>6} ({share:.0f}%)  (START_UP_PATH files)")
     return 0
 
 

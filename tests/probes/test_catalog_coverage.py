@@ -71,3 +71,6 @@ def test_walk_counts_each_text_once_over_releases_and_leaves_out_kernels(tmp_pat
     row = table["Too large swap space. {}"]
     assert row["releases"] == ["0.2.7", "0.3.3"] and row["where"] == "0.2.7: vllm/config.py:7"
     assert not any("block_size" in words for words in table)
+    # config.py is on every server's start-up path; a kernel is not
+    assert cc.START_UP_PATH.search(row["where"])
+    assert not cc.START_UP_PATH.search("0.2.7: vllm/attention/ops/k.py:1")
