@@ -17,6 +17,7 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.release_defaults import V0_MAX_NUM_SEQS
 from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
@@ -156,9 +157,19 @@ def cuda_oom(ctx) -> list[Finding]:
     seqs = ctx.knobs.max_num_seqs or (acc.max_num_seqs if acc else 256)
     batched = ctx.knobs.max_num_batched_tokens or (acc.batched_tokens if acc else 2048)
     if phase == "sampler":
+        # The message says how many dummy requests were warmed: the max_num_seqs in force. Left
+        # unset above V0's 256 it is V1's 1024 default, which vLLM itself put back to 256 below
+        # 70 GiB (PR #16158, release_defaults): that value, else half.
+        warmed = nums.get("num_reqs")
+        seqs = warmed if isinstance(warmed, int) and warmed > 0 else seqs
+        back = ctx.knobs.max_num_seqs is None and seqs > V0_MAX_NUM_SEQS
+        if back:
+            evidence.append(f"max_num_seqs was not set: the release's default {seqs} applied")
         acts = [
             A.lower_max_num_seqs(
-                seqs, None, "the sampler warm-up allocates logits for every sequence"
+                seqs,
+                V0_MAX_NUM_SEQS if back else None,
+                "the sampler warm-up allocates logits for every sequence",
             ),
             A.lower_kv_memory(ctx, None, "leaves room for the sampler's fp32 logits"),
         ]

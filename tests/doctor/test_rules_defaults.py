@@ -237,3 +237,21 @@ def test_whisper_is_encoder_decoder_on_v0_only_until_v1_took_it_over():
     new = _diagnose(title.replace("vllm 0.8.0", "vllm") + PROFILE_OOM, gpu_spec=gpu)[0]
     assert new.id == FINDING_ID and new.actions[0].value == 64
     assert not any("encoder-decoder" in e for e in new.evidence)
+
+
+# vLLM's own text (v1/worker/gpu_model_runner.py _dummy_sampler_run, the catalog's example).
+SAMPLER_OOM = (
+    "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy "
+    "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+    "initializing the engine."
+)
+
+
+def test_a_sampler_warmup_oom_with_the_default_goes_back_to_v0s_256():
+    top = _diagnose(SAMPLER_OOM, ["vllm", "serve", "some-org/m"])[0]
+    assert top.id == "cuda-oom-sampler"
+    assert (top.actions[0].knob, top.actions[0].value) == ("max_num_seqs", 256)
+    assert any("default 1024 applied" in e for e in top.evidence)
+    # set by the user: theirs, halved
+    own = _diagnose(SAMPLER_OOM, ["vllm", "serve", "some-org/m", "--max-num-seqs", "1024"])[0]
+    assert (own.actions[0].knob, own.actions[0].value) == ("max_num_seqs", 512)
