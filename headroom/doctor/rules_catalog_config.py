@@ -8,6 +8,9 @@ a --gpu-memory-utilization above 1, and two features a release cannot run togeth
   with prefix caching, with multi-step or speculative decoding; prefix caching with an fp8 KV
   cache): drop one of them or take a release that runs both. No memory knob is the fix, and
   which feature to keep is the user's choice, so the finding turns none.
+- An fp8 KV cache the model's head size or a kernel refuses: --kv-cache-dtype auto (step 5).
+- A CUDA-graph mode the model or backend lacks: eager for 0.9's Mamba layers; piecewise
+  graphs (a compilation setting, no knob here) for full graphs on a backend without them.
 """
 
 from __future__ import annotations
@@ -49,4 +52,54 @@ def feature_combination_unsupported(ctx) -> list[Finding]:
     return [Finding("feature-combination-unsupported", None, "error", title, evidence, ())]
 
 
-RULES = (utilization_out_of_range, feature_combination_unsupported)
+def kv_cache_dtype_refused(ctx) -> list[Finding]:
+    """An fp8 KV cache this model's head size (fp8 keys need head_size % 16 == 0) or kernel
+    (0.11's TRTLLM FP8 attention with sinks) refuses: --kv-cache-dtype auto, step 5 undone."""
+    events = ctx.of("kv_cache_dtype_refused")
+    if not events:
+        return []
+    event = events[0]
+    head = event.fields.get("head_size")
+    why = "vLLM refuses an fp8 KV cache here" + (
+        f": head_size {head} is not a multiple of 16" if head else ""
+    )
+    act = Action(
+        "kv_cache_dtype", "set", "auto", why, "the KV cache takes twice the bytes per token"
+    )
+    title = "An fp8 KV cache cannot run with this model or kernel"
+    return [Finding("kv-cache-dtype-refused", 5, "error", title, (event.line.strip(),), (act,))]
+
+
+def cuda_graph_unsupported(ctx) -> list[Finding]:
+    """A CUDA-graph mode the model (0.9's Mamba layers) or the attention backend (full graphs)
+    lacks: eager mode for the first; piecewise graphs, a compilation setting, for the second."""
+    events = ctx.of("cuda_graph_unsupported")
+    if not events:
+        return []
+    event = events[0]
+    if event.signature == "mamba_cuda_graph":
+        act = Action(
+            "enforce_eager",
+            "set",
+            True,
+            "this release runs Mamba layers only without CUDA graphs",
+            "no CUDA graphs: slower decoding",
+        )
+        title = "This model's Mamba layers cannot run in CUDA graphs on this release"
+        return [Finding("cuda-graph-unsupported", 4, "error", title, (event.line.strip(),), (act,))]
+    evidence = (
+        event.line.strip()[:400],
+        "full CUDA graphs need an attention backend that supports them: set the compilation "
+        "config's cudagraph_mode to PIECEWISE (or full_cuda_graph off), or another backend; "
+        "--enforce-eager also starts, without any CUDA graphs",
+    )
+    title = "Full CUDA graphs are not supported by this attention backend"
+    return [Finding("cuda-graph-unsupported", None, "error", title, evidence, ())]
+
+
+RULES = (
+    utilization_out_of_range,
+    feature_combination_unsupported,
+    kv_cache_dtype_refused,
+    cuda_graph_unsupported,
+)

@@ -328,3 +328,23 @@ def test_source_lines_a_traceback_quotes_are_not_refusals():
     assert "quantized-tp-split" not in {
         f.id for f in _diagnose(log, ["vllm", "serve", "m", "-tp", "8"])
     }
+
+
+# --- fp8 KV caches a model or kernel refuses; CUDA-graph modes a model or backend lacks ------------
+
+
+@pytest.mark.parametrize("sig_id", ["fp8_key_cache_head_size", "trtllm_fp8_sinks"])
+def test_an_fp8_kv_cache_the_model_or_kernel_refuses_goes_back_to_auto(sig_id):
+    text = BY_ID[sig_id].examples[0]
+    f = _finding(text, "kv-cache-dtype-refused", ["vllm", "serve", "m", "--kv-cache-dtype", "fp8"])
+    assert f.step == 5 and _turns(f) == [("kv_cache_dtype", "set")] and f.actions[0].value == "auto"
+    if sig_id == "fp8_key_cache_head_size":
+        assert "head_size 120" in f.actions[0].why
+
+
+def test_mamba_layers_without_cuda_graphs_turn_eager_on_and_full_graphs_turn_nothing():
+    f = _finding(BY_ID["mamba_cuda_graph"].examples[0], "cuda-graph-unsupported")
+    assert _turns(f) == [("enforce_eager", "set")]
+    for text in BY_ID["full_cudagraph_backend"].examples:
+        f = _finding(text, "cuda-graph-unsupported")
+        assert f.actions == () and any("PIECEWISE" in e for e in f.evidence)

@@ -173,6 +173,8 @@ FINDING_FOR_KIND = {
     "kv_scale_unsupported": {"fp8-kv-scale-unsupported"},
     "utilization_out_of_range": {"utilization-out-of-range"},
     "feature_combination_unsupported": {"feature-combination-unsupported"},
+    "kv_cache_dtype_refused": {"kv-cache-dtype-refused"},
+    "cuda_graph_unsupported": {"cuda-graph-unsupported"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -215,7 +217,7 @@ EVENT_RULE_KINDS = (
     "swap_space_exhausted", "ray_driver_without_gpu", "quantized_tp_split", "quantized_tp_unsupported",
     "vllm_bug", "pp_unsupported_release", "custom_allreduce_failed", "cupy_nccl_failed",
     "mamba_blocks_too_few", "cuda_forked_subprocess", "kv_scale_unsupported", "utilization_out_of_range",
-    "feature_combination_unsupported",
+    "feature_combination_unsupported", "kv_cache_dtype_refused", "cuda_graph_unsupported",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

@@ -253,6 +253,33 @@ ENTRIES: tuple[S, ...] = (
                 "RuntimeError: chunked prefill cannot be used with prefix caching now.",
                 "NotImplementedError: Multi-step scheduling is not supported (and not needed) on vLLM V1. Please "
                 "launch without --num-scheduler-steps.")),
+    # --- a KV-cache dtype the model or kernel refuses; CUDA-graph modes a model or backend lacks -------
+    S("fp8_key_cache_head_size", "kv_cache_dtype_refused", "error",
+      ("Does not support key cache of type fp8 with head_size",),
+      r"head_size (?P<head_size>\d+)", require_match=False, origin="raise",
+      probe=("Does not support key cache of type fp8 with head_size",), fields=("head_size",),
+      feeds="kv-cache-dtype-refused: --kv-cache-dtype auto (the fp8 key cache needs head_size % 16 == 0)",
+      examples=("ValueError: Does not support key cache of type fp8 with head_size 120",)),
+    S("trtllm_fp8_sinks", "kv_cache_dtype_refused", "error",
+      ("TRTLLM FP8-qkv kernel is not supported for attention sinks",), origin="raise",
+      probe=("TRTLLM FP8-qkv kernel is not supported for attention sinks",),
+      feeds="kv-cache-dtype-refused: --kv-cache-dtype auto (vLLM's own advice, 0.11)",
+      examples=("RuntimeError: TRTLLM FP8-qkv kernel is not supported for attention sinks. Use kv_cache_dtype=auto "
+                "for now.",)),
+    S("mamba_cuda_graph", "cuda_graph_unsupported", "error", ("Mamba with cuda graph is not supported yet",),
+      origin="raise", probe=("Mamba with cuda graph is not supported yet",),
+      feeds="cuda-graph-unsupported: --enforce-eager (0.9 V1 ran Mamba layers only in eager mode)",
+      examples=("NotImplementedError: Mamba with cuda graph is not supported yet.",)),
+    S("full_cudagraph_backend", "cuda_graph_unsupported", "error",
+      ("Full CUDAGraph not supported for", "please try cudagraph_mode=PIECEWISE"), origin="raise",
+      probe=("Full CUDAGraph not supported for", "please try cudagraph_mode=PIECEWISE"),
+      feeds="cuda-graph-unsupported: full CUDA graphs with an attention backend that has none: piecewise "
+            "graphs (compilation config), no memory knob",
+      examples=("ValueError: Full CUDAGraph not supported for FlashInferBackend. Turn off "
+                "CompilationConfig.full_cuda_graph or use a different attention backend.",
+                "ValueError: CUDAGraphMode.FULL is not supported with FlashInferMetadataBuilder backend "
+                "(support:AttentionCGSupport.NEVER) ; please try cudagraph_mode=PIECEWISE, and make sure "
+                "compilation level is piecewise")),
     # --- vLLM's own words: a bug, not a setting ----------------------------------------------------
     S("vllm_says_bug", "vllm_bug", "error",
       ("This is a bug, please file an issue", "This indicates a bug in", "This error should NOT happen"),

@@ -497,6 +497,37 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'fp8_key_cache_head_size': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/utils.py:676',
+            '0.9.2: vllm/utils/__init__.py:865',
+            '0.32.0: vllm/utils/torch_utils.py:681',
+        ),
+        (),
+    ),
+    'trtllm_fp8_sinks': (
+        ('0.11.0',),
+        (
+            '0.11.0: vllm/utils/flashinfer.py:263',
+        ),
+        (),
+    ),
+    'mamba_cuda_graph': (
+        ('0.9.2',),
+        (
+            '0.9.2: vllm/v1/worker/gpu_model_runner.py:2669',
+        ),
+        (),
+    ),
+    'full_cudagraph_backend': (
+        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.9.2: vllm/v1/worker/gpu_model_runner.py:2375',
+            '0.32.0: vllm/config/compilation.py:1400, vllm/config/compilation.py:1485',
+        ),
+        (),
+    ),
     'vllm_says_bug': (
         ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
         (
