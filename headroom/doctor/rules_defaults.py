@@ -118,7 +118,7 @@ def _regression_changes(
     return lines, raised
 
 
-def _large_forgpu_of(defaults: list[ReleaseDefaults]) -> ReleaseDefaults | None:
+def _large_for_gpu(defaults: list[ReleaseDefaults]) -> ReleaseDefaults | None:
     """The default that is above V0's 256 on a GPU under 70 GiB (0.8.0-0.8.4's 1024)."""
     for d in defaults:
         if d.max_num_seqs > V0_MAX_NUM_SEQS and d.gpu_gib < LARGE_TIER_GIB:
@@ -199,7 +199,7 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
     kw = {"max_model_len": max_len or 8192, "encoder_decoder": enc_dec}
     now = possible_defaults(version, gib, name, **kw)
     changes, raised = _regression_changes(regression, now, gib, name, max_len is not None, **kw)
-    large = _large_forgpu_of(now) if stated else None
+    large = _large_for_gpu(now) if stated else None
     # A decoder-only multimodal model on V0 with the default batch budget profiles one whole
     # max_model_len prefill first (rules_oom's answer: max_model_len); not so an encoder-decoder.
     multimodal = bool(family and (enc_dec or (kind == "oom" and not _v0_whole_prompt_profile(ctx))))
