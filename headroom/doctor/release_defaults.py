@@ -52,6 +52,7 @@ def release_defaults(
     gpu_name: str = "",
     max_model_len: int = 8192,
     encoder_decoder: bool = False,
+    throughput: bool = False,
 ) -> ReleaseDefaults:
     """The defaults of `version` on a GPU of `usable_gib` (see RELEASE_TABLE). An
     encoder-decoder model runs on V0 in every release that has it (mllama is SupportsV0Only
@@ -59,6 +60,8 @@ def release_defaults(
     v1 = is_v1(version) and not encoder_decoder
     batch_rules = version if v1 or not is_v1(version) else LAST_V0_DEFAULT
     tokens, seqs = batch_defaults(batch_rules, usable_gib, gpu_name, max_model_len)
+    if v1 and version >= (0, 32, 0) and throughput:
+        tokens, seqs = tokens * 2, seqs * 2  # --performance-mode throughput
     if v1 and version >= (0, 10, 2):
         seqs = min(seqs, tokens)  # "min(default_max_num_seqs, max_num_batched_tokens)"
     if not v1:

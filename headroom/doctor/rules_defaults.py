@@ -196,7 +196,8 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
     )
     gib, name = gpu_of(ctx)
     max_len = max_len_of(ctx)
-    kw = {"max_model_len": max_len or 8192, "encoder_decoder": enc_dec}
+    throughput = str(ctx.arg("performance_mode") or "").lower() == "throughput"
+    kw = {"max_model_len": max_len or 8192, "encoder_decoder": enc_dec, "throughput": throughput}
     now = possible_defaults(version, gib, name, **kw)
     changes, raised = _regression_changes(regression, now, gib, name, max_len is not None, **kw)
     large = _large_for_gpu(now) if stated else None
@@ -233,7 +234,12 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
         evidence.append(f"the KV cache holds about {blocks:,} blocks: no more sequences can run")
     if family is not None:
         evidence += _family_lines(family, enc_dec)
-    if large is not None:
+    if large is not None and throughput and version >= (0, 32, 0):
+        evidence.append(
+            f"--performance-mode throughput doubled the default to {large.max_num_seqs} on a GPU "
+            "under 70 GiB (arg_utils.py, 0.32.0+)"
+        )
+    elif large is not None:
         evidence.append(
             f"{large.max_num_seqs} sequences is V1's default on every GPU in 0.8.0-0.8.4; "
             "vLLM put it back to 256 below 70 GiB (PR #16158) after OOM reports"

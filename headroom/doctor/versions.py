@@ -83,6 +83,9 @@ RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
      "min(2 x max_num_seqs x decode query length, 512), 1024 on Blackwell (family 100).",
      "0.21.0 and 0.33.0 vllm/engine/arg_utils.py get_batch_defaults; 0.33.0 "
      "vllm/config/vllm.py (default_max_graph_size)"),
+    ("0.32.0", "--performance-mode throughput doubles the max_num_seqs and "
+     "max_num_batched_tokens defaults (each only when the user left it unset).",
+     "0.32.0/0.33.0 vllm/engine/arg_utils.py _set_default_max_num_seqs_and_batched_tokens_args"),
 )  # fmt: skip
 # Facts that hold in every release read: block size 16 on CUDA; KV bytes per token =
 # 2 x layers x KV heads / TP x head_dim x dtype bytes (MLA: one latent of kv_lora_rank +

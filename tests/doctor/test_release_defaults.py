@@ -67,3 +67,11 @@ def test_release_table_rows_cite_the_defaults_they_record():
     assert "EVERY GPU" in text["0.8.0"] and "mllama" in text["0.6.4"]
     versions = [parse_version(v) for v, _, _ in RELEASE_TABLE]
     assert versions == sorted(versions)
+
+
+def test_throughput_mode_doubles_both_batch_defaults_from_0_32():
+    plain = release_defaults((0, 33, 0), 23.6, "A10", 8192)
+    fast = release_defaults((0, 33, 0), 23.6, "A10", 8192, throughput=True)
+    assert (fast.max_num_seqs, fast.max_num_batched_tokens) == (512, 4096)
+    assert (plain.max_num_seqs, plain.max_num_batched_tokens) == (256, 2048)
+    assert release_defaults((0, 11, 0), 23.6, "A10", 8192, throughput=True).max_num_seqs == 256

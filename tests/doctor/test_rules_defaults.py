@@ -255,3 +255,15 @@ def test_a_sampler_warmup_oom_with_the_default_goes_back_to_v0s_256():
     # set by the user: theirs, halved
     own = _diagnose(SAMPLER_OOM, ["vllm", "serve", "some-org/m", "--max-num-seqs", "1024"])[0]
     assert (own.actions[0].knob, own.actions[0].value) == ("max_num_seqs", 512)
+
+
+def test_throughput_mode_doubles_the_default_on_0_32_and_later():
+    argv = ["vllm", "serve", "some-org/m", "--performance-mode", "throughput"]
+    top = _diagnose(PROFILE_OOM, argv, vllm_version="0.33.0", gpu_spec=parse_gpu_spec("1xA10"))[0]
+    assert top.id == FINDING_ID and top.actions[0].value == 256
+    assert any("doubled the default to 512" in e for e in top.evidence)
+    # the balanced default on the same GPU (256) is not large: not this family
+    plain = _diagnose(
+        PROFILE_OOM, argv[:3], vllm_version="0.33.0", gpu_spec=parse_gpu_spec("1xA10")
+    )
+    assert not _mine(plain)
