@@ -8,6 +8,7 @@ a higher-ranked finding, and gives each of the five steps a status.
 from __future__ import annotations
 
 from headroom.doctor import (
+    oom_allocation,
     rules_catalog,
     rules_catalog_comms,
     rules_catalog_config,
@@ -69,6 +70,7 @@ def all_rules():
     return (
         rules_startup.RULES
         + rules_oom.RULES
+        + oom_allocation.RULES
         + rules_defaults.RULES
         + rules_upgrade.RULES
         + rules_memory_gate.RULES

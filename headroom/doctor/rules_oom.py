@@ -9,7 +9,6 @@ utilization at start-up means others hold memory: lower the utilization to what 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from headroom.doctor import actions as A
@@ -17,11 +16,11 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.oom_numbers import foreign_gib as _foreign_gib
 from headroom.doctor.release_defaults import V0_MAX_NUM_SEQS
 from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
-from headroom.probes.vllm_log_fields import to_gib
 
 # One tensor of a whole-prompt prefill: 32,768 tokens x a 7B model's MLP (2 x 14,336 x 2 bytes)
 # is 1.75 GiB (vllm#2666: "Tried to allocate 1.75 GiB" in activation.py forward, 0.2.7).
@@ -140,8 +139,11 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
     if phase == "weights" or weights_alone:
         out.append(_weights_finding(ctx, evidence, weights_alone))
-    if _foreign_matters(ctx, foreign, _number(nums, "total_gib")):
-        acts = [A.lower_kv_memory(ctx, None, "another process's memory is on this GPU too")]
+    if _foreign_matters(ctx, foreign, total := _number(nums, "total_gib")):
+        # vLLM's share must leave the others' memory (and a little slack) on the GPU
+        room = (total - foreign) / total - 0.03 if total and foreign else None
+        why = "another process's memory is on this GPU too: stop it, or leave it its room"
+        acts = [A.lower_kv_memory(ctx, room, why)]
         out.append(
             Finding(
                 "cuda-oom-foreign-process",
@@ -225,20 +227,6 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
         title = "Out of GPU memory at the activation peak"
     return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), compact_actions(acts))]
-
-
-_PROCESS_MEMORY = re.compile(r"Process \d+ has ([\d.]+) ?(bytes|[KMGT]iB) memory in use")
-
-
-def _foreign_gib(line: str) -> float | None:
-    """Memory other processes hold, from PyTorch's OOM message: every "Process N has X" when
-    it also names "this process" (2.2+), else all but the largest (2.1 lists the engine too)."""
-    sizes = [g for n, u in _PROCESS_MEMORY.findall(line) if (g := to_gib(n, u)) is not None]
-    if not sizes:
-        return None
-    if "this process has" in line:
-        return sum(sizes)
-    return sum(sizes) - max(sizes)
 
 
 def _foreign_matters(ctx, foreign: float | None, total: float | None) -> bool:

@@ -35,6 +35,9 @@ _ID_ORDER = (
     "shm-full",
     "nccl-error",
     "nccl-watchdog-timeout",
+    # the failed allocation has the size of one knob's tensor (oom_allocation): that knob
+    # before a release default that only might have sized the profile
+    "cuda-oom-allocation",
     # a default the user never set sized the start-up profile: before the generic KV / OOM
     # answers, after every cause those rules find on their own (weights, other processes)
     "release-default-max-num-seqs",

@@ -1,0 +1,123 @@
+"""The numbers in PyTorch's CUDA out-of-memory message, and whose memory filled the GPU.
+
+PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp) has printed three wordings;
+each one is in tests/fixtures/incidents (threads' pastes) and tests/doctor/test_oom_numbers.py:
+
+- up to 2.0: "Tried to allocate X (GPU 0; T total capacity; A already allocated; F free;
+  [L allowed; ]R reserved in total by PyTorch)";
+- 2.1: "Tried to allocate X. GPU 0 has a total capacty of T of which F is free. Process P has
+  U memory in use. [...] Of the allocated memory A is allocated by PyTorch, and R is reserved
+  by PyTorch but unallocated." ("capacty" sic). Every process on the GPU is listed, this one
+  too when it cannot name itself (a container's PID namespace);
+- 2.2+: "capacity", and "Including non-PyTorch memory, this process has U memory in use."
+  after the other processes' lines; "with P allocated in private pools (e.g., CUDA Graphs)".
+  ROCm prints the same with "HIP out of memory".
+
+What the GPU holds beyond this process is another job's: T - F - U (2.2+), T - F - the sum of
+the listed processes (2.1: processes the container cannot see), or, with no process named,
+T - F - PyTorch's reserved memory less an allowance for this process's own non-PyTorch memory
+(CUDA context, NCCL and cuBLAS buffers).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from headroom.probes.vllm_log_fields import to_gib
+
+_SIZE = r"([\d.]+) ?(bytes|[KMGT]iB)"
+_TRIED = re.compile(rf"Tried to allocate {_SIZE}")
+_NEW = re.compile(rf"total capac\w* of {_SIZE} of which {_SIZE} is free")
+_OLD = re.compile(
+    rf"\(GPU \d+; {_SIZE} total capacity; {_SIZE} already allocated; {_SIZE} free;"
+    rf"(?: {_SIZE} allowed;)? {_SIZE} reserved in total by PyTorch\)"
+)
+_PROCESS = re.compile(rf"Process \d+ has {_SIZE} memory in use")
+_THIS = re.compile(rf"this process has {_SIZE} memory in use")
+_ALLOCATED = re.compile(rf"Of the allocated memory {_SIZE} is allocated by PyTorch")
+_UNALLOCATED = re.compile(rf"and {_SIZE} is reserved by PyTorch but unallocated")
+
+# Memory a listed total misses by rounding (two decimals per figure) and the driver's own.
+SLOP_GIB = 0.5
+# This process's memory outside PyTorch's allocator when the message does not say it: the
+# CUDA context (~0.3-0.6 GiB), NCCL and cuBLAS workspaces.
+NON_TORCH_GIB = 2.0
+
+
+@dataclass(frozen=True)
+class OomNumbers:
+    """What one OOM message says, in GiB; None = the message (or its cut) does not say."""
+
+    tried: float | None = None
+    total: float | None = None
+    free: float | None = None
+    this_process: float | None = None  # "this process has" (2.2+)
+    listed: tuple[float, ...] = ()  # every "Process P has U" line
+    torch_allocated: float | None = None
+    torch_reserved: float | None = None  # allocated + reserved-but-unallocated (all of it)
+
+    @property
+    def foreign(self) -> float | None:
+        """GiB on this GPU that are not this process's; None when the message cannot say."""
+        if self.total is None or self.free is None:
+            return self._listed_others()
+        used = self.total - self.free
+        if self.this_process is not None:
+            # 2.2+: the listed processes are the others; anything unlisted is another
+            # container's process.
+            unlisted = used - self.this_process - sum(self.listed)
+            return sum(self.listed) + max(unlisted - SLOP_GIB, 0.0)
+        if self.listed:
+            # 2.1 lists this process among the others: the largest is taken to be it.
+            unlisted = used - sum(self.listed)
+            return (self._listed_others() or 0.0) + max(unlisted - SLOP_GIB, 0.0)
+        if self.torch_reserved is not None:
+            return max(used - self.torch_reserved - NON_TORCH_GIB, 0.0)
+        return None
+
+    def _listed_others(self) -> float | None:
+        if not self.listed:
+            return None
+        if self.this_process is not None:
+            return sum(self.listed)
+        return sum(self.listed) - max(self.listed)
+
+
+def _gib(match: re.Match[str] | None, group: int = 1) -> float | None:
+    if match is None:
+        return None
+    return to_gib(match.group(group), match.group(group + 1))
+
+
+def parse_oom(text: str) -> OomNumbers:
+    """The numbers of PyTorch's OOM message in `text` (any wording above, or a cut of one)."""
+    total = free = reserved = allocated = None
+    new = _NEW.search(text)
+    if new:
+        total, free = _gib(new, 1), _gib(new, 3)
+    old = _OLD.search(text)
+    if old:
+        total, allocated, free = _gib(old, 1), _gib(old, 3), _gib(old, 5)
+        reserved = _gib(old, 9)
+    listed = tuple(
+        g for number, unit in _PROCESS.findall(text) if (g := to_gib(number, unit)) is not None
+    )
+    a, r = _gib(_ALLOCATED.search(text)), _gib(_UNALLOCATED.search(text))
+    if a is not None:
+        allocated = a
+        reserved = a + r if r is not None else None
+    return OomNumbers(
+        tried=_gib(_TRIED.search(text)),
+        total=total,
+        free=free,
+        this_process=_gib(_THIS.search(text)),
+        listed=listed,
+        torch_allocated=allocated,
+        torch_reserved=reserved,
+    )
+
+
+def foreign_gib(line: str) -> float | None:
+    """GiB other processes hold on the GPU the OOM message names (see OomNumbers.foreign)."""
+    return parse_oom(line).foreign
