@@ -15,6 +15,8 @@ from headroom.doctor.memory_model import account, heads_valid
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 
 MAX_UTILIZATION = 0.95  # above this the CUDA context and graphs have no room left
+# The lowest utilization the doctor proposes on a guess (no number to lower to).
+MIN_UTILIZATION = 0.3
 MARGIN = 0.01  # of the GPU, on top of a computed utilization: estimates err by ~0.8 GiB
 
 
@@ -140,7 +142,7 @@ def _cpu_backend(ctx) -> bool:
 def lower_utilization(ctx, target: float | None, why: str) -> Action | None:
     util = ctx.utilization
     new = floor2(target) if target is not None else floor2(util - 0.05)
-    new = max(new, 0.3)
+    new = max(new, MIN_UTILIZATION)
     if new >= util - 1e-9:
         return None
     return Action(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from headroom.doctor.rules_preflight import sizing
 from headroom.probes.vllm_log_fields import to_gib
 
 _SIZE = r"([\d.]+) ?(bytes|[KMGT]iB)"
@@ -43,6 +44,10 @@ SLOP_GIB = 0.5
 # This process's memory outside PyTorch's allocator when the message does not say it: the
 # CUDA context (~0.3-0.6 GiB), NCCL and cuBLAS workspaces.
 NON_TORCH_GIB = 2.0
+# What vLLM needs at the least beside the weights: its CUDA context, the profile's activations
+# and a few KV blocks. With the weights unknown, the smallest models served (0.5-1B
+# parameters, 1-2 GiB at 16 bits) need about this in all.
+MIN_ENGINE_GIB = 2.0
 
 
 @dataclass(frozen=True)
@@ -121,3 +126,22 @@ def parse_oom(text: str) -> OomNumbers:
 def foreign_gib(line: str) -> float | None:
     """GiB other processes hold on the GPU the OOM message names (see OomNumbers.foreign)."""
     return parse_oom(line).foreign
+
+
+def too_little_left(ctx, left_gib: float) -> str | None:
+    """Why the memory other processes leave on a GPU cannot hold this model at any
+    utilization (the weights' share per GPU, from the config or the name, plus the engine's
+    least); None when it can, or nothing says what the model needs."""
+    sized = sizing(ctx)
+    if sized is not None:
+        knobs = ctx.knobs
+        weights = sized.per_gpu(knobs.tp, knobs.pp, knobs.quantization)
+        need, what = weights + MIN_ENGINE_GIB, f"{weights:.2f} GiB of weights per GPU + "
+    else:
+        need, what = MIN_ENGINE_GIB, "the smallest model's weights, "
+    if left_gib >= need:
+        return None
+    return (
+        f"the others leave {left_gib:.2f} GiB, less than {what}a CUDA context, activations "
+        f"and a KV cache ({need:.2f} GiB): no utilization fits; free the GPU (or use another)"
+    )

@@ -6,9 +6,11 @@ The other side of CUDA out-of-memory (rules_oom.py), which it follows in the rul
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
+from headroom.doctor.oom_numbers import too_little_left
 
 
 def free_memory_below_utilization(ctx) -> list[Finding]:
@@ -27,6 +29,8 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
         evidence.append(
             f"{nums['total_gib'] - nums['free_gib']:.2f} GiB is held by other processes"
         )
+    if target is not None and (taken := too_little_left(ctx, nums["free_gib"])):
+        return [_gpu_taken([*evidence, taken])]
     # Stopping the other process is advice, not a knob: said once in the evidence, so the
     # finding offers "lower gpu_memory_utilization" once, not twice.
     evidence.append("or stop the other process holding GPU memory (nothing to change in vLLM)")
@@ -35,6 +39,10 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
             ctx, target, "vLLM asks for utilization x total, and only the free part is there"
         )
     ]
+    if target is not None and target < A.MIN_UTILIZATION and acts[0] is not None:
+        # the free part holds the model, only below the doctor's usual floor: say the value
+        # that passes the gate, not the floor that fails it again
+        acts = [replace(acts[0], value=A.floor2(target))]
     if acts[0] is None:  # no number to lower to: the knob still is the one to turn
         acts = [
             Action(
@@ -57,6 +65,18 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
             compact_actions(acts),
         )
     ]
+
+
+def _gpu_taken(evidence: list[str]) -> Finding:
+    """Others hold so much that what is free cannot hold the model at any utilization: no
+    knob of vLLM's makes room; the GPU has to be freed."""
+    return Finding(
+        "free-memory-below-utilization",
+        None,
+        "error",
+        "Other processes hold almost all of this GPU's memory",
+        tuple(evidence),
+    )
 
 
 # The same refusal wrapped over two lines by a terminal or a pasted block, and the CPU

@@ -1,0 +1,103 @@
+"""When what other processes leave on a GPU cannot hold the model (its weights when known,
+else the engine's least), no utilization makes room: the doctor says to free the GPU and turns
+no knob (rules_memory_gate, rules_oom's foreign case).
+Texts are the threads' own (tests/fixtures/incidents, train split)."""
+
+from __future__ import annotations
+
+import json
+
+from support.fixtures import read_fixture
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.doctor.actions import MIN_UTILIZATION
+from headroom.vllm_cmd import parse_command
+
+
+def _train_log(name: str) -> str:
+    incident = json.loads(read_fixture("incidents", f"{name}.json"))
+    assert incident["split"] == "train"
+    return incident["log"]
+
+
+# vllm#36720: 1.33 of 23.98 GiB free at start-up, 0.95 asked for.
+GATE_TAKEN = _train_log("vllm-project--vllm--36720")
+# alex8791-cyber/cognithor#318: 30.12 of 31.84 GiB free, 0.95 asked for.
+GATE_ROOM = _train_log("alex8791-cyber--cognithor--318")
+
+
+def _top(log: str, argv: list[str] | None = None):
+    cmd = parse_command(argv) if argv else None
+    return diagnose(DoctorInputs(log=log, command=cmd)).findings[0]
+
+
+def test_a_gate_only_a_tiny_utilization_passes_turns_no_knob():
+    """Before: lower gpu_memory_utilization to 0.3, which asks for 7.19 GiB of the 1.33 free
+    and fails the same gate."""
+    top = _top(
+        GATE_TAKEN, ["vllm", "serve", "some-org/some-model", "--gpu-memory-utilization", "0.95"]
+    )
+    assert top.id == "free-memory-below-utilization"
+    assert not [a for a in top.actions if a.knob]
+    assert any("free the GPU" in e and "leave 1.33 GiB" in e for e in top.evidence)
+
+
+def test_a_gate_with_room_still_lowers_the_utilization_to_what_is_free():
+    top = _top(
+        GATE_ROOM, ["vllm", "serve", "some-org/some-model", "--gpu-memory-utilization", "0.95"]
+    )
+    act = top.actions[0]
+    assert (act.knob, act.direction) == ("gpu_memory_utilization", "lower")
+    assert MIN_UTILIZATION <= act.value <= 30.12 / 31.84
+
+
+# PyTorch 2.2+'s wording (vllm#2666's numbers), with another process holding most of the GPU
+OOM_TAKEN = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total "
+    "capacity of 23.64 GiB of which 950.44 MiB is free. Process 3149588 has 22.00 GiB memory "
+    "in use. Including non-PyTorch memory, this process has 0.70 GiB memory in use."
+)
+
+
+def test_an_oom_where_others_leave_too_little_turns_no_knob():
+    top = _top(OOM_TAKEN, ["vllm", "serve", "some-org/some-model"])
+    assert top.id == "cuda-oom-foreign-process"
+    assert not [a for a in top.actions if a.knob]
+    assert any("free the GPU" in e for e in top.evidence)
+
+
+def test_a_known_models_weights_set_what_is_too_little():
+    """19.5 GiB held by another job leaves 4.14 GiB: room for a small model (the utilization
+    goes down), not for an 8B model's 15 GiB of weights (no knob)."""
+    log = OOM_TAKEN.replace("22.00 GiB memory", "19.50 GiB memory").replace(
+        "this process has 0.70 GiB", "this process has 3.20 GiB"
+    )
+    small = _top(log, ["vllm", "serve", "some-org/some-model"])
+    assert [(a.knob, a.direction) for a in small.actions][:1] == [
+        ("gpu_memory_utilization", "lower")
+    ]
+    big = _top(log, ["vllm", "serve", "meta-llama/Llama-3.1-8B"])
+    assert big.id == "cuda-oom-foreign-process"
+    assert not [a for a in big.actions if a.knob]
+    assert any("GiB of weights per GPU" in e for e in big.evidence)
+
+
+def test_an_oom_where_others_leave_room_lowers_the_utilization_to_it():
+    roomy = OOM_TAKEN.replace("22.00 GiB memory", "6.50 GiB memory").replace(
+        "this process has 0.70 GiB", "this process has 16.20 GiB"
+    )
+    top = _top(roomy, ["vllm", "serve", "some-org/some-model"])
+    assert top.id == "cuda-oom-foreign-process"
+    act = top.actions[0]
+    assert (act.knob, act.direction) == ("gpu_memory_utilization", "lower")
+    assert act.value <= (23.64 - 6.5) / 23.64
+
+
+def test_a_gate_with_room_below_the_usual_floor_says_the_value_that_passes():
+    """5.33 GiB free holds a small model, at 0.2 of the GPU: before, the doctor's floor (0.3,
+    7.19 GiB) was proposed, and it fails the same gate."""
+    log = GATE_TAKEN.replace("(1.33/23.98 GiB)", "(5.33/23.98 GiB)")
+    argv = ["vllm", "serve", "some-org/some-model", "--gpu-memory-utilization", "0.95"]
+    act = _top(log, argv).actions[0]
+    assert (act.knob, act.direction) == ("gpu_memory_utilization", "lower")
+    assert act.value * 23.98 <= 5.33
