@@ -81,6 +81,12 @@ class OomNumbers:
             return max(used - self.torch_reserved - NON_TORCH_GIB, 0.0)
         return None
 
+    @property
+    def foreign_named(self) -> bool:
+        """Whether the others' memory is read from processes PyTorch lists or from this
+        process's own total, not estimated from PyTorch's reserved memory alone."""
+        return self.this_process is not None or bool(self.listed)
+
     def _listed_others(self) -> float | None:
         if not self.listed:
             return None

@@ -17,7 +17,7 @@ from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.oom_numbers import foreign_gib as _foreign_gib
-from headroom.doctor.oom_numbers import too_little_left
+from headroom.doctor.oom_numbers import parse_oom, too_little_left
 from headroom.doctor.release_defaults import V0_MAX_NUM_SEQS
 from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 from headroom.doctor.versions import is_v1, parse_version
@@ -145,7 +145,8 @@ def cuda_oom(ctx) -> list[Finding]:
         room = (total - foreign) / total - 0.03 if total and foreign else None
         why = "another process's memory is on this GPU too: stop it, or leave it its room"
         acts = [A.lower_kv_memory(ctx, room, why)]
-        if total and foreign and (taken := too_little_left(ctx, total - foreign)):
+        named = parse_oom(event.line).foreign_named  # an estimate never rules a knob out
+        if named and total and foreign and (taken := too_little_left(ctx, total - foreign)):
             acts, evidence = [], [*evidence, taken]  # no knob: the GPU must be freed
         out.append(
             Finding(

@@ -101,3 +101,16 @@ def test_a_gate_with_room_below_the_usual_floor_says_the_value_that_passes():
     act = _top(log, argv).actions[0]
     assert (act.knob, act.direction) == ("gpu_memory_utilization", "lower")
     assert act.value * 23.98 <= 5.33
+
+
+def test_others_memory_estimated_from_pytorchs_reserved_alone_never_rules_the_knob_out():
+    """No process named (a container): what PyTorch has not reserved is only an estimate of
+    the others' memory, so the utilization is still offered."""
+    log = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 816.00 MiB. GPU 0 has a "
+        "total capacity of 61.35 GiB of which 655.29 MiB is free. Of the allocated memory "
+        "0.83 GiB is allocated by PyTorch, and 0.53 GiB is reserved by PyTorch but unallocated."
+    )
+    top = _top(log, ["vllm", "serve", "Qwen/Qwen3-30B-A3B"])
+    assert top.id == "cuda-oom-foreign-process"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "lower")
