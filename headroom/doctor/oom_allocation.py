@@ -121,20 +121,27 @@ def _row_widths(ctx) -> tuple[list, list]:
     tp = max(ctx.knobs.tp, 1)
     dtype = str(ctx.arg("dtype") or shape.dtype or "").lower()
     b = 4 if dtype in {"float32", "float"} else 2
-    per_token = []
+    per_token: list[tuple[int, str, int | None]] = []
     inter = shape.intermediate_size
-    if inter and inter % tp == 0:
-        per_token += [(2 * inter // tp * b, "gate_up_proj's output"),
-                      (inter // tp * b, "the MLP activation's output")]  # fmt: skip
+    # a MoE model's config names intermediate_size even where no layer is dense (Mixtral,
+    # Qwen3-MoE): only the experts' widths are sure of a MoE
+    if inter and inter % tp == 0 and not shape.num_experts:
+        per_token += [(2 * inter // tp * b, "gate_up_proj's output", None),
+                      (inter // tp * b, "the MLP activation's output", None)]  # fmt: skip
     moe, topk = getattr(shape, "moe_intermediate_size", None), shape.num_experts_per_token
     if shape.num_experts and moe and topk and moe % tp == 0:
-        per_token += [(topk * 2 * moe // tp * b, "the fused experts' gate_up output"),
-                      (topk * moe // tp * b, "the fused experts' activation")]  # fmt: skip
-    per_seq = []
+        # fused_moe works in chunks of VLLM_FUSED_MOE_CHUNK_SIZE tokens (envs.py: 65536 in
+        # 0.5.x, 32768 from 0.6): a step longer than that does not size these
+        version = parse_version(ctx.version)
+        chunk = 65536 if version is not None and version < (0, 6, 0) else 32768
+        per_token += [(topk * 2 * moe // tp * b, "the fused experts' gate_up output", chunk),
+                      (topk * moe // tp * b, "the fused experts' activation", chunk)]  # fmt: skip
+    per_seq: list[tuple[int, str, int | None]] = []
     if shape.vocab_size:
         vocab = shape.vocab_size
-        per_seq = [(vocab * 4, "the sampler's fp32 logits"),
-                   (vocab * 8, "the sampler's sort indices"), (vocab * b, "the logits")]  # fmt: skip
+        per_seq = [(vocab * 4, "the sampler's fp32 logits", None),
+                   (vocab * 8, "the sampler's sort indices", None),
+                   (vocab * b, "the logits", None)]  # fmt: skip
     return per_token, per_seq
 
 
@@ -148,8 +155,8 @@ def sized_tensor(ctx, tried_gib: float | None, total_gib: float | None) -> Sized
     found: dict[str, SizedTensor] = {}
     for rows_list, widths, unit in ((tokens, per_token, "tokens"), (seqs, per_seq, "sequences")):
         for rows, knob, said in rows_list:
-            for width, what in widths:
-                if rows > 0 and _shown_equal(rows * width, tried_gib):
+            for width, what, most in widths:
+                if 0 < rows <= (most or rows) and _shown_equal(rows * width, tried_gib):
                     flag = "--" + knob.replace("_", "-")
                     formula = f"{rows:,} {unit} ({flag}, {said}) x {width:,} bytes"
                     found.setdefault(knob, SizedTensor(what, knob, rows, width, formula))

@@ -115,3 +115,29 @@ def test_another_process_memory_outranks_a_matching_size():
     )
     top = _top(crowded, ["vllm", "serve", "openai/gpt-oss-120b"])
     assert top.id == "cuda-oom-foreign-process"
+
+
+# PyTorch 2.2+'s wording with a MoE step's numbers (Mixtral-8x7B, TP 2: 2 routed experts x
+# 2 x 14,336 / 2 x 2 bytes = 57,344 bytes per token; 8192 tokens = 448 MiB).
+OOM_MOE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 0 has a "
+    "total capacity of 79.19 GiB of which 300.00 MiB is free. Including non-PyTorch memory, "
+    "this process has 78.60 GiB memory in use."
+)
+
+
+def test_a_fused_experts_size_lowers_the_batch_budget():
+    argv = ["vllm", "serve", "mistralai/Mixtral-8x7B", "-tp", "2"]
+    top = _top(OOM_MOE, [*argv, "--max-num-batched-tokens", "8192"])
+    assert top.id == "cuda-oom-allocation" and "fused experts" in top.title
+    assert _turn(top) == ("max_num_batched_tokens", "lower")
+
+
+def test_fused_experts_work_in_chunks_so_a_longer_step_does_not_size_them():
+    """fused_moe splits a step into VLLM_FUSED_MOE_CHUNK_SIZE (32768) tokens: 65536 tokens
+    x the experts' activation (28,672 bytes) is 1.75 GiB arithmetically, but no such tensor
+    exists; at 32768 tokens that size is the gate_up output."""
+    argv = ["vllm", "serve", "mistralai/Mixtral-8x7B", "-tp", "2", "--max-num-batched-tokens"]
+    oom = OOM_MOE.replace("448.00 MiB", "1.75 GiB")
+    assert _top(oom, [*argv, "65536"]).id != "cuda-oom-allocation"
+    assert _top(oom, [*argv, "32768"]).id == "cuda-oom-allocation"
