@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.oom_numbers import parse_oom
+from headroom.doctor.release_defaults import LARGE_GPU_GIB, SMALL_GPU_GIB
 from headroom.doctor.rules_oom import (
     _foreign_gib,
     _foreign_matters,
@@ -78,10 +79,18 @@ def _shown_equal(candidate_bytes: float, tried_gib: float) -> bool:
     return abs(got - tried_gib) <= tolerance
 
 
-def _gpu_gib(ctx, total: float | None) -> float:
+def _gpu_sizes(ctx, total: float | None) -> list[float]:
+    """The GPU memory the batch defaults follow (0.8.5+): the described GPU's, the OOM's
+    total, else a small and a large one (release_defaults.possible_defaults' two tiers)."""
     if ctx.gpu is not None:
-        return ctx.gpu.min_usable_gib
-    return total or 80.0
+        return [ctx.gpu.min_usable_gib]
+    return [total] if total else [SMALL_GPU_GIB, LARGE_GPU_GIB]
+
+
+def _chunked_on(ctx) -> bool:
+    """--enable-chunked-prefill given (a bare flag or a true value)."""
+    value = ctx.arg("enable_chunked_prefill")
+    return value is not None and str(value).lower() in {"true", "1", "yes", ""}
 
 
 def _row_sources(ctx, total: float | None) -> tuple[list, list]:
@@ -98,18 +107,20 @@ def _row_sources(ctx, total: float | None) -> tuple[list, list]:
     if knobs.max_num_batched_tokens:
         tokens.append((knobs.max_num_batched_tokens, "max_num_batched_tokens", "as set"))
     for release in releases:
-        default_tokens, default_seqs = batch_defaults(
-            release, _gpu_gib(ctx, total), name, length or 2048
-        )
-        if not knobs.max_num_batched_tokens:
-            # V0 without chunked prefill: a step is one whole max_model_len prompt
-            v0_whole = not is_v1(release) and length is not None and default_tokens == length
-            knob = "max_model_len" if v0_whole else "max_num_batched_tokens"
-            tokens.append((default_tokens, knob, "the release's default"))
-        rows = knobs.max_num_seqs or default_seqs
-        said = "as set" if knobs.max_num_seqs else "the release's default"
-        seqs.append((min(rows, tokens[-1][0]) if is_v1(release) else rows, "max_num_seqs", said))
-        seqs.append((rows, "max_num_seqs", said))
+        for gib in _gpu_sizes(ctx, total):
+            default_tokens, default_seqs = batch_defaults(release, gib, name, length or 2048)
+            if not is_v1(release) and _chunked_on(ctx):
+                default_tokens = 2048 if release >= (0, 7, 0) else 512  # V0's chunked default
+            if not knobs.max_num_batched_tokens:
+                # V0 without chunked prefill: a step is one whole max_model_len prompt
+                whole = not is_v1(release) and length is not None and default_tokens == length
+                knob = "max_model_len" if whole else "max_num_batched_tokens"
+                tokens.append((default_tokens, knob, "the release's default"))
+            rows = knobs.max_num_seqs or default_seqs
+            said = "as set" if knobs.max_num_seqs else "the release's default"
+            step = tokens[-1][0]
+            seqs.append((min(rows, step) if is_v1(release) else rows, "max_num_seqs", said))
+            seqs.append((rows, "max_num_seqs", said))
     return tokens, seqs
 
 
