@@ -129,6 +129,23 @@ def parse_oom(text: str) -> OomNumbers:
     )
 
 
+def own_memory(numbers: OomNumbers, utilization: float) -> list[str]:
+    """This process's memory against vLLM's budget (total x gpu_memory_utilization), in
+    words: above the budget, what filled the GPU is what vLLM does not size from it (the
+    weights and the start-up profile before the KV cache exists, CUDA graphs outside it)."""
+    held, who = numbers.this_process, "this process holds"
+    if held is None:
+        held, who = numbers.torch_reserved, "PyTorch in this process holds"
+    if held is None or not numbers.total:
+        return []
+    budget = numbers.total * utilization
+    side = "above" if held > budget else "within"
+    return [
+        f"{who} {held:.2f} GiB, {side} vLLM's budget of {budget:.2f} GiB "
+        f"({utilization:g} x {numbers.total:.2f} GiB)"
+    ]
+
+
 def foreign_gib(line: str) -> float | None:
     """GiB other processes hold on the GPU the OOM message names (see OomNumbers.foreign)."""
     return parse_oom(line).foreign

@@ -17,7 +17,7 @@ from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.oom_numbers import foreign_gib as _foreign_gib
-from headroom.doctor.oom_numbers import parse_oom, too_little_left
+from headroom.doctor.oom_numbers import own_memory, parse_oom, too_little_left
 from headroom.doctor.release_defaults import V0_MAX_NUM_SEQS
 from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 from headroom.doctor.versions import is_v1, parse_version
@@ -112,6 +112,7 @@ def cuda_oom(ctx) -> list[Finding]:
             f"{nums.get('free_gib', 0):.2f} GiB free of {nums['total_gib']:.2f} GiB when "
             f"{nums.get('tried_gib', 0):.2f} GiB more was asked for"
         )
+    evidence += own_memory(parse_oom(event.line), ctx.utilization)
     foreign = _foreign_gib(event.line)
     if foreign is not None and foreign > 0:
         evidence.append(f"other processes hold {foreign:.2f} GiB on this GPU")

@@ -124,3 +124,16 @@ def test_any_numbers_in_the_22_wording_come_back(tried, total, free, procs):
 def test_any_text_parses_without_raising(text):
     n = parse_oom("CUDA out of memory. " + text)
     assert n.foreign is None or n.foreign >= 0.0
+
+
+def test_the_finding_says_this_processs_memory_against_the_budget():
+    from headroom.doctor.oom_numbers import own_memory
+
+    assert own_memory(parse_oom(V21_THIS), 0.9) == [
+        "this process holds 22.30 GiB, above vLLM's budget of 21.28 GiB (0.9 x 23.64 GiB)"
+    ]
+    assert own_memory(parse_oom(V21_ONE), 0.95)[0].startswith("PyTorch in this process holds")
+    assert "within" in own_memory(parse_oom(NO_PROCESS), 1.0)[0]
+    assert own_memory(parse_oom("torch.OutOfMemoryError: CUDA out of memory"), 0.9) == []
+    top = diagnose(DoctorInputs(log=V21_THIS)).findings[0]
+    assert any("vLLM's budget" in e for e in top.evidence)
