@@ -17,9 +17,10 @@ from __future__ import annotations
 from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.estimate_error import fit_range
-from headroom.doctor.findings import Finding, compact_actions
+from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
-from headroom.doctor.rules_no_cache import graphs_in_budget_eager, no_cache_memory, ratio_estimate
+from headroom.doctor.rules_no_cache import no_cache_memory
+from headroom.doctor.versions import cudagraph_in_budget, effective_version
 
 
 def _ledger_refusal(ctx) -> tuple[dict, str] | None:
@@ -245,6 +246,42 @@ def _fit_range_line(ctx, acc) -> str:
     return (
         f"max_model_len fits up to {acc.max_model_len_fit:,} by the estimate, range "
         f"{low:,} - {high:,}: " + "; ".join(reasons)
+    )
+
+
+def ratio_estimate(max_len: int, nums: dict, evidence: list[str]) -> int | None:
+    """V1's refusal cut before "Based on the available memory, the estimated maximum model
+    length is N": N from its two GiB numbers. A full-attention request's KV is linear in its
+    length (cdiv(len, block) pages per layer), so N ~ max_len x available / needed; each
+    number is printed to 2 decimals, so the low end of their rounding is taken. (Sliding-window
+    layers cost the same at any length above the window: there vLLM's own N is a little lower.)"""
+    needed, available = nums.get("needed_gib"), nums.get("available_gib")
+    if not max_len or not needed or available is None or available >= needed:
+        return None
+    share = max(available - 0.005, 0.0) / (needed + 0.005)
+    estimate = int(max_len * share) // 16 * 16
+    if estimate < 16:
+        return None
+    evidence.append(
+        f"vLLM's own estimate is not in the text: {available:.2f} / {needed:.2f} GiB of "
+        f"{max_len:,} tokens is about {estimate:,}"
+    )
+    return estimate
+
+
+def graphs_in_budget_eager(ctx, gap_gib: float | None) -> Action | None:
+    """--enforce-eager as a further way to close a KV gap, only in releases that take the
+    CUDA-graph estimate out of the KV budget (0.20+; "Estimated CUDA graph memory: X GiB total"
+    in 0.32/0.33 gpu_model_runner.py), and not when the log's estimate is smaller than the gap."""
+    if ctx.knobs.enforce_eager or not cudagraph_in_budget(effective_version(ctx.version)):
+        return None
+    graphs = getattr(ctx.facts, "cuda_graph_gib", None)
+    if graphs is not None and gap_gib is not None and graphs < gap_gib:
+        return None
+    size = f" ({graphs:.2f} GiB here)" if graphs is not None else ""
+    return A.enforce_eager(
+        f"from 0.20 the CUDA-graph estimate{size} is taken out of the KV budget: eager mode "
+        "gives it to the KV cache"
     )
 
 
