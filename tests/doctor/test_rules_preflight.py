@@ -67,16 +67,27 @@ def test_words_oom_with_weights_too_big_for_the_given_gpus_raise_tp_to_what_hold
 
 
 def test_preflight_from_the_command_line_alone():
-    d = _diagnose(None, ["vllm", "serve", "meta-llama/Llama-2-70b-hf"], "8xA100:40")
+    # A 70B name the built-in table does not hold: sized from the name's "70b" alone.
+    d = _diagnose(None, ["vllm", "serve", "acme/Some-Chat-70b-hf"], "8xA100:40")
     top = d.findings[0]
     assert top.id == "preflight-weights" and top.step == 1 and top.severity == "warning"
     assert _turns(top) == [("tensor_parallel_size", "raise")]
     assert top.actions[0].value == 4
 
 
+def test_a_table_model_on_the_command_line_gets_the_full_memory_estimate():
+    # Llama-2-70B is in the table (its config.json shape): the whole accounting runs, and
+    # at TP 1 nothing is left for KV; the same turn, TP 4, is what holds it.
+    d = _diagnose(None, ["vllm", "serve", "meta-llama/Llama-2-70b-hf"], "8xA100:40")
+    top = d.findings[0]
+    assert top.id == "predicted-no-kv-memory" and top.step == 1
+    assert _turns(top) == [("tensor_parallel_size", "raise")]
+    assert top.actions[0].value == 4
+
+
 def test_quantization_flag_changes_the_bytes_per_weight():
     """--quantization awq: 4-bit weights, so TP 2 holds what 16-bit needs TP 4 for."""
-    argv = ["vllm", "serve", "meta-llama/Llama-2-70b-hf", "--quantization", "awq"]
+    argv = ["vllm", "serve", "acme/Some-Chat-70b-hf", "--quantization", "awq"]
     d = _diagnose(None, argv, "8xA100:40")
     assert d.findings[0].actions[0].value == 2
 

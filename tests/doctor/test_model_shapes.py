@@ -1,0 +1,160 @@
+"""The built-in model table: every row's arithmetic holds together, names people write find
+their row, and `headroom plan NAME` works for rows added from the model families vLLM serves."""
+
+from __future__ import annotations
+
+import pytest
+
+from headroom.cli import plan
+from headroom.doctor.model_shapes import ALL, COMPUTED_PARAMS, shape_params
+from headroom.doctor.model_table import find_model, known_model_names
+from headroom.probes.model import kv_bytes_per_token
+
+ROWS = [facts for facts, _ in ALL]
+IDS = [facts.name for facts in ROWS]
+
+
+def _is_plain_dense(facts) -> bool:
+    return not (facts.num_experts or facts.kv_lora_rank or facts.modality_keys) and (
+        facts.architecture or ""
+    ).endswith("ForCausalLM")
+
+
+@pytest.mark.parametrize("facts", ROWS, ids=IDS)
+def test_every_row_can_be_sized_and_its_heads_group_evenly(facts):
+    assert facts.sizable
+    assert facts.num_attention_heads % facts.num_kv_heads == 0
+    assert facts.param_count and facts.param_count > 1e8
+    assert facts.max_position_embeddings and facts.max_position_embeddings >= 2048
+
+
+@pytest.mark.parametrize("facts", [f for f in ROWS if _is_plain_dense(f)], ids=lambda f: f.name)
+def test_a_dense_rows_parameter_count_is_what_its_shape_implies(facts):
+    implied = shape_params(
+        facts.num_layers,
+        facts.hidden_size,
+        facts.intermediate_size,
+        facts.num_attention_heads,
+        facts.num_kv_heads,
+        facts.head_dim,
+        facts.vocab_size,
+        tied=bool(facts.tie_word_embeddings),
+        gated="Falcon" not in facts.architecture,
+    )
+    assert abs(facts.param_count - implied) / implied < 0.05
+
+
+@pytest.mark.parametrize("facts", [f for f in ROWS if not f.kv_lora_rank], ids=lambda f: f.name)
+def test_kv_bytes_per_token_is_two_tensors_per_layer_per_kv_head(facts):
+    expected = 2 * facts.num_layers * facts.num_kv_heads * facts.head_dim * 2
+    assert kv_bytes_per_token(facts) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "bytes_per_token"),
+    [
+        # 2 (K and V) x layers x KV heads x head_dim x 2 bytes, from each config.json
+        ("meta-llama/Llama-2-7b-chat-hf", 2 * 32 * 32 * 128 * 2),
+        ("meta-llama/Llama-2-70b-hf", 2 * 80 * 8 * 128 * 2),
+        ("Qwen/Qwen2.5-0.5B-Instruct", 2 * 24 * 2 * 64 * 2),
+        ("google/gemma-3-27b-it", 2 * 62 * 16 * 128 * 2),
+        ("tiiuae/falcon-7b-instruct", 2 * 32 * 1 * 64 * 2),
+        ("openai/gpt-oss-20b", 2 * 24 * 8 * 64 * 2),
+    ],
+)
+def test_kv_bytes_of_rows_read_from_config_json(name, bytes_per_token):
+    assert kv_bytes_per_token(find_model(name)) == bytes_per_token
+
+
+def test_a_moe_rows_count_is_above_what_one_token_touches():
+    for facts in ROWS:
+        if facts.num_experts:
+            assert facts.num_experts_per_token < facts.num_experts
+            dense_part = shape_params(
+                facts.num_layers,
+                facts.hidden_size,
+                facts.moe_intermediate_size * facts.num_experts_per_token,
+                facts.num_attention_heads,
+                facts.num_kv_heads,
+                facts.head_dim,
+                facts.vocab_size,
+            )
+            assert facts.param_count > dense_part, facts.name
+
+
+def test_a_multimodal_rows_count_carries_its_vision_tower():
+    qwen_vl = find_model("Qwen/Qwen2.5-VL-7B-Instruct")
+    text_only = shape_params(28, 3584, 18944, 28, 4, 128, 152064, qkv_bias=True)
+    assert 0.5e9 < qwen_vl.param_count - text_only < 0.8e9
+    gemma = find_model("google/gemma-3-4b-it")
+    assert 4.2e9 < gemma.param_count < 4.4e9  # the card's 4.3 B: text 3.88 B + SigLIP 0.42 B
+
+
+def test_computed_counts_are_marked_and_stated_ones_are_not():
+    assert "Llama-2-7B" in COMPUTED_PARAMS
+    assert "Llama-3.1-8B" not in COMPUTED_PARAMS
+    assert COMPUTED_PARAMS <= set(known_model_names())
+
+
+@pytest.mark.parametrize(("facts", "aliases"), ALL, ids=IDS)
+def test_every_alias_finds_its_own_row(facts, aliases):
+    for alias in (facts.name, *aliases):
+        found = find_model(alias)
+        assert found is not None, alias
+        assert (found.num_layers, found.hidden_size, found.vocab_size) == (
+            facts.num_layers,
+            facts.hidden_size,
+            facts.vocab_size,
+        ), alias
+
+
+@pytest.mark.parametrize(
+    ("written", "row", "quant"),
+    [
+        ("meta-llama/Llama-2-13b-chat-hf", "Llama-2-13B", None),
+        ("lmsys/vicuna-7b-v1.5", "Llama-2-7B", None),
+        ("TheBloke/CodeLlama-7B-AWQ", "CodeLlama-7B", "awq"),
+        ("codellama/CodeLlama-34b-Instruct-hf", "CodeLlama-34B", None),
+        ("Qwen/Qwen2.5-Coder-7B-Instruct", "Qwen2.5-7B", None),
+        ("Qwen/Qwen2.5-Coder-32B-Instruct", "Qwen2.5-Coder-32B", None),
+        ("Qwen/Qwen2.5-32B-Instruct-INT8-W8A16", "Qwen2.5-32B", "int8"),
+        ("neuralmagic/Qwen2-0.5B-Instruct-FP8", "Qwen2.5-0.5B", "fp8"),
+        ("internlm/internlm2-chat-7b", "InternLM2.5-7B", None),
+        ("internlm/internlm2_5-7b-chat", "InternLM2.5-7B", None),
+        ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "TinyLlama-1.1B", None),
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "Llama-4-Scout-17B-16E", None),
+        ("unsloth/gemma-3-12b-it-bnb-4bit", "Gemma-3-12B", "bitsandbytes"),
+    ],
+)
+def test_names_people_write_find_the_row(written, row, quant):
+    found = find_model(written)
+    expected = find_model(row)
+    assert found is not None and expected is not None
+    assert (found.num_layers, found.hidden_size, found.max_position_embeddings) == (
+        expected.num_layers,
+        expected.hidden_size,
+        expected.max_position_embeddings,
+    )
+    assert found.quantization == quant
+
+
+def test_an_unknown_name_is_still_unknown():
+    assert find_model("acme/NotAModel-7B") is None
+    assert find_model("Qwen/Qwen2.5-VL-3000B") is None
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus"),
+    [
+        ("meta-llama/Llama-2-70b-chat-hf", "4xA100-80GB"),
+        ("google/gemma-3-27b-it", "2xL40S"),
+        ("openai/gpt-oss-20b", "1xH100"),
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "1xRTX4090"),
+        ("tiiuae/falcon-40b", "4xA100-40GB"),
+    ],
+)
+def test_plan_sizes_a_new_name(model, gpus, capsys):
+    code = plan.main([model, "--gpus", gpus])
+    out = capsys.readouterr().out
+    assert code in (0, 1), out
+    assert "TP lower bound" in out and "per token" in out
