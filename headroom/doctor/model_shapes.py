@@ -107,6 +107,12 @@ LLAMA = (
        ["codellama-34b-instruct", "codellama-34b-python"]),
     _m("TinyLlama-1.1B", _L, 22, 2048, 5632, 32, 4, 64, 32000, 2048, None,
        ["tinyllama-1.1b-chat-v1.0", "tinyllama-1.1b-chat"]),
+    # Llama 3.2 11B Vision: 40 text layers (8 of them cross-attention) and a 0.82 B vision
+    # tower (32 + 8 layers of 1280, projector 7680 -> 4096), computed from vision_config.
+    _m("Llama-3.2-11B-Vision", "MllamaForConditionalGeneration", 40, 4096, 14336, 32, 8, 128,
+       128256, 131072, None, vision=0.82),
+    # Yi: the Llama architecture with its own shape.
+    _m("Yi-34B", _L, 60, 7168, 20480, 56, 8, 128, 64000, 4096, None),
     # Llama 4 Scout: every layer MoE (16 experts, top-1, plus one shared expert of 8192); the
     # count is the text model's, computed (this config copy omits vision_config).
     _m("Llama-4-Scout-17B-16E", "Llama4ForConditionalGeneration", 48, 5120, 8192, 40, 8, 128,
@@ -143,6 +149,13 @@ QWEN = (
     # Qwen2.5-VL-7B: the vision tower (32 blocks of 1280, gated MLP 3420, merger) is 0.68 B.
     _m("Qwen2.5-VL-7B", _QVL, 28, 3584, 18944, 28, 4, 128, 152064, 128000, None, **_QB,
        vision=0.68),
+    _m("Qwen1.5-32B", _Q2, 64, 5120, 27648, 40, 8, 128, 152064, 32768, None, **_QB),
+    # Qwen2-VL-7B: Qwen2-7B's text shape; vision tower 32 blocks of 1280 (MLP 5120) and the
+    # merger, 0.68 B computed.
+    _m("Qwen2-VL-7B", "Qwen2VLForConditionalGeneration", 28, 3584, 18944, 28, 4, 128, 152064,
+       32768, None, **_QB, vision=0.68),
+    # MiniCPM-V 2.6: SigLIP-400M + Qwen2-7B, "a total of 8B parameters" (the model card).
+    _m("MiniCPM-V-2.6", "MiniCPMV", 28, 3584, 18944, 28, 4, 128, 152064, 32768, 8.0),
     # The 3B copy gives no tie_word_embeddings: counted untied, as transformers' default.
     _m("Qwen2.5-VL-3B", _QVL, 36, 2048, 11008, 16, 2, 128, 151936, 128000, None, **_QB,
        vision=0.67),
@@ -193,6 +206,15 @@ OTHERS = (
        shared_expert_intermediate_size=1408),
     _m("InternLM2.5-7B", "InternLM2ForCausalLM", 32, 4096, 14336, 32, 8, 128, 92544, 32768, None,
        ["internlm2-7b", "internlm2-chat-7b", "internlm2.5-7b-chat"]),
+    # InternVL2.5-8B: InternViT-300M + internlm2_5-7b-chat; vision and projector 0.34 B computed.
+    _m("InternVL2.5-8B", "InternVLChatModel", 32, 4096, 14336, 32, 8, 128, 92544, 32768, None,
+       vision=0.34),
+    _m("Baichuan2-13B", "BaichuanForCausalLM", 40, 5120, 13696, 40, 40, 128, 125696, 4096, None),
+    # THUDM/glm-4-9b-chat as transformers exports it (GlmForCausalLM; the THUDM original names
+    # the same shape in the ChatGLM dialect).
+    _m("GLM-4-9B", "GlmForCausalLM", 40, 4096, 13696, 32, 2, 128, 151552, 131072, None),
+    _m("Mistral-Nemo-12B", _MS, 40, 5120, 14336, 32, 8, 128, 131072, 1024000, None,
+       ["mistral-nemo", "mistral-nemo-instruct-2407", "mistral-nemo-base-2407"]),
     # THUDM/chatglm3-6b: ChatGLM dialect (num_layers, ffn_hidden_size, multi_query_group_num 2,
     # kv_channels 128, padded_vocab_size, seq_length).
     _m("ChatGLM3-6B", "ChatGLMModel", 28, 4096, 13696, 32, 2, 128, 65024, 8192, None),

@@ -86,6 +86,8 @@ def test_a_multimodal_rows_count_carries_its_vision_tower():
     qwen_vl = find_model("Qwen/Qwen2.5-VL-7B-Instruct")
     text_only = shape_params(28, 3584, 18944, 28, 4, 128, 152064, qkv_bias=True)
     assert 0.5e9 < qwen_vl.param_count - text_only < 0.8e9
+    mllama = find_model("meta-llama/Llama-3.2-11B-Vision-Instruct")
+    assert 10.4e9 < mllama.param_count < 10.8e9  # text 9.78 B + vision 0.82 B
     gemma = find_model("google/gemma-3-4b-it")
     assert 4.2e9 < gemma.param_count < 4.4e9  # the card's 4.3 B: text 3.88 B + SigLIP 0.42 B
 
@@ -124,6 +126,14 @@ def test_every_alias_finds_its_own_row(facts, aliases):
         ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "TinyLlama-1.1B", None),
         ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "Llama-4-Scout-17B-16E", None),
         ("unsloth/gemma-3-12b-it-bnb-4bit", "Gemma-3-12B", "bitsandbytes"),
+        ("OpenGVLab/InternVL2_5-8B", "InternVL2.5-8B", None),
+        ("openbmb/MiniCPM-V-2_6", "MiniCPM-V-2.6", None),
+        ("meta-llama/Llama-3.2-11B-Vision-Instruct", "Llama-3.2-11B-Vision", None),
+        ("Qwen/Qwen2-VL-7B-Instruct", "Qwen2-VL-7B", None),
+        ("THUDM/glm-4-9b-chat", "GLM-4-9B", None),
+        ("baichuan-inc/Baichuan2-13B-Chat", "Baichuan2-13B", None),
+        ("Qwen/Qwen1.5-32B-Chat-GPTQ-Int4", "Qwen1.5-32B", "gptq"),
+        ("mistralai/Mistral-Nemo-Instruct-2407", "Mistral-Nemo-12B", None),
     ],
 )
 def test_names_people_write_find_the_row(written, row, quant):
