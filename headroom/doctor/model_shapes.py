@@ -149,6 +149,9 @@ QWEN = (
     # Qwen2.5-VL-7B: the vision tower (32 blocks of 1280, gated MLP 3420, merger) is 0.68 B.
     _m("Qwen2.5-VL-7B", _QVL, 28, 3584, 18944, 28, 4, 128, 152064, 128000, None, **_QB,
        vision=0.68),
+    # Qwen1.5-14B: one transcription (genz) only; its count, 14.2 B computed, fits the name.
+    _m("Qwen1.5-14B", _Q2, 40, 5120, 13696, 40, 40, 128, 152064, 32768, None, **_QB),
+    _m("Qwen1.5-72B", _Q2, 80, 8192, 24576, 64, 64, 128, 152064, 32768, None, **_QB),
     _m("Qwen1.5-32B", _Q2, 64, 5120, 27648, 40, 8, 128, 152064, 32768, None, **_QB),
     # Qwen2-VL-7B: Qwen2-7B's text shape; vision tower 32 blocks of 1280 (MLP 5120) and the
     # merger, 0.68 B computed.
@@ -177,6 +180,11 @@ GEMMA_PHI = (
     _m("Phi-3-mini", _P3, 32, 3072, 8192, 32, 32, 96, 32064, 131072, 3.82,
        ["phi-3-mini-128k", "phi-3-mini-4k", "phi-3.5-mini"]),
     _m("Phi-4", _P3, 40, 5120, 17920, 40, 10, 128, 100352, 16384, 14.66),
+    # Phi-3-medium-4k and Phi-3.5-MoE: genz's transcriptions, checked against the cards' counts
+    # (14 B; 41.9 B total with 6.6 B active: the shape gives 41.87 B and 6.63 B).
+    _m("Phi-3-medium-4k", _P3, 40, 5120, 17920, 40, 10, 128, 32064, 4096, None),
+    _m("Phi-3.5-MoE", "PhiMoEForCausalLM", 32, 4096, 6400, 32, 8, 128, 32064, 131072, 41.9,
+       num_experts=16, moe_intermediate_size=6400, num_experts_per_token=2),
     _m("Phi-4-mini", _P3, 32, 3072, 8192, 24, 8, 128, 200064, 131072, None, **_TIED),
 )
 
@@ -199,11 +207,12 @@ OTHERS = (
        ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
        num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512, qk_rope_head_dim=64),
     # DeepSeek-V2-Lite: MLA (no q LoRA), first layer dense, 64 routed + 2 shared experts;
-    # 15.71 B computed from the shape.
+    # 15.71 B computed from the shape. DeepSeek-Coder-V2-Lite is further pre-training of a
+    # DeepSeek-V2 checkpoint (its card; 27 layers, 6 experts a token, 16 B): the same shape.
     _m("DeepSeek-V2-Lite", "DeepseekV2ForCausalLM", 27, 2048, 10944, 16, 16, 128, 102400, 163840,
        15.71, num_experts=64, moe_intermediate_size=1408, num_experts_per_token=6,
        kv_lora_rank=512, qk_rope_head_dim=64, num_shared_experts=2,
-       shared_expert_intermediate_size=1408),
+       shared_expert_intermediate_size=1408, aliases=["deepseek-coder-v2-lite"]),
     _m("InternLM2.5-7B", "InternLM2ForCausalLM", 32, 4096, 14336, 32, 8, 128, 92544, 32768, None,
        ["internlm2-7b", "internlm2-chat-7b", "internlm2.5-7b-chat"]),
     # InternVL2.5-8B: InternViT-300M + internlm2_5-7b-chat; vision and projector 0.34 B computed.
@@ -213,6 +222,9 @@ OTHERS = (
     # THUDM/glm-4-9b-chat as transformers exports it (GlmForCausalLM; the THUDM original names
     # the same shape in the ChatGLM dialect).
     _m("GLM-4-9B", "GlmForCausalLM", 40, 4096, 13696, 32, 2, 128, 151552, 131072, None),
+    # Ministral-8B-Instruct-2410: genz's transcription; 8.02 B computed fits the name.
+    _m("Ministral-8B", _MS, 36, 4096, 12288, 32, 8, 128, 131072, 32768, None,
+       ["ministral-8b-instruct-2410"]),
     _m("Mistral-Nemo-12B", _MS, 40, 5120, 14336, 32, 8, 128, 131072, 1024000, None,
        ["mistral-nemo", "mistral-nemo-instruct-2407", "mistral-nemo-base-2407"]),
     # THUDM/chatglm3-6b: ChatGLM dialect (num_layers, ffn_hidden_size, multi_query_group_num 2,

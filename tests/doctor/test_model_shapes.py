@@ -92,6 +92,14 @@ def test_a_multimodal_rows_count_carries_its_vision_tower():
     assert 4.2e9 < gemma.param_count < 4.4e9  # the card's 4.3 B: text 3.88 B + SigLIP 0.42 B
 
 
+def test_phi_3_5_moe_matches_its_cards_total_and_active_counts():
+    moe = find_model("microsoft/Phi-3.5-MoE-instruct")
+    total = shape_params(32, 4096, 6400 * 16, 32, 8, 128, 32064)
+    active = shape_params(32, 4096, 6400 * 2, 32, 8, 128, 32064)
+    assert abs(total - moe.param_count) / moe.param_count < 0.01  # the card: 41.9 B
+    assert 6.5e9 < active < 6.7e9  # the card: 6.6 B active
+
+
 def test_computed_counts_are_marked_and_stated_ones_are_not():
     assert "Llama-2-7B" in COMPUTED_PARAMS
     assert "Llama-3.1-8B" not in COMPUTED_PARAMS
@@ -134,6 +142,12 @@ def test_every_alias_finds_its_own_row(facts, aliases):
         ("baichuan-inc/Baichuan2-13B-Chat", "Baichuan2-13B", None),
         ("Qwen/Qwen1.5-32B-Chat-GPTQ-Int4", "Qwen1.5-32B", "gptq"),
         ("mistralai/Mistral-Nemo-Instruct-2407", "Mistral-Nemo-12B", None),
+        ("Qwen/Qwen1.5-72B-Chat", "Qwen1.5-72B", None),
+        ("Qwen/Qwen1.5-14B-Chat-AWQ", "Qwen1.5-14B", "awq"),
+        ("microsoft/Phi-3.5-MoE-instruct", "Phi-3.5-MoE", None),
+        ("microsoft/Phi-3-medium-4k-instruct", "Phi-3-medium-4k", None),
+        ("mistralai/Ministral-8B-Instruct-2410", "Ministral-8B", None),
+        ("deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", "DeepSeek-V2-Lite", None),
     ],
 )
 def test_names_people_write_find_the_row(written, row, quant):
