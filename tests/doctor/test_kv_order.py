@@ -76,15 +76,30 @@ def test_a_negative_budget_the_raise_cannot_cover_leads_with_the_next_knob():
 
 
 def test_at_0_95_the_raise_is_gone_and_step_4_still_answers():
-    """Qwen3#12: 0.95 on a V100-32GB, release unknown. Before, the finding had no action
-    at all (step None); now the table's next knob, max_model_len, leads."""
-    argv = ["vllm", "serve", "data/Qwen1.5-14B-Chat", "--gpu-memory-utilization", "0.95"]
+    """Qwen3#12's shape of problem: 0.95 on a V100-32GB, release unknown, a model the
+    built-in table does not hold. Before, the finding had no action at all (step None); now
+    the table's next knob, max_model_len, leads."""
+    argv = ["vllm", "serve", "data/Some-14B-Chat", "--gpu-memory-utilization", "0.95"]
     top = _top(NO_BLOCKS, argv, "1xV100:32")
     assert top.step == 4 and top.actions
     turns = _turns(top)
     assert turns[0] == ("max_model_len", "lower")
     assert ("gpu_memory_utilization", "raise") not in turns
     assert any("already 0.95" in line for line in top.evidence)
+
+
+def test_at_0_95_a_table_model_is_sized_and_the_newest_releases_knob_leads():
+    """Qwen3#12 itself: Qwen1.5-14B-Chat is in the built-in table (40 layers, MHA, 32768
+    positions), so its max_model_len is known; with the release unknown the newest rules
+    (V1: the profile runs max_num_batched_tokens) pick fewer batched tokens first, and
+    max_model_len stays among the turns. No raise past 0.95."""
+    argv = ["vllm", "serve", "data/Qwen1.5-14B-Chat", "--gpu-memory-utilization", "0.95"]
+    top = _top(NO_BLOCKS, argv, "1xV100:32")
+    assert top.step == 4
+    turns = _turns(top)
+    assert turns[0] == ("max_num_batched_tokens", "lower")
+    assert ("max_model_len", "lower") in turns
+    assert ("gpu_memory_utilization", "raise") not in turns
 
 
 def test_at_0_95_the_release_picks_the_next_knob():
