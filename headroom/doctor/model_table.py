@@ -24,8 +24,12 @@ class UnknownModelError(ValueError):
 
 _TABLE = ALL
 
-# Name decorations that do not change the shape.
-_SUFFIXES = ("instruct", "chat", "it", "hf", "base", "2507", "2503", "2501", "0324", "0528")
+# Name decorations that do not change the shape, wherever they stand ("internlm2-chat-7b",
+# "Mistral-7B-Instruct-v0.2", "Llama-2-7b-chat-hf").
+_DECORATIONS = {"instruct", "chat", "it", "hf", "base", "thinking"}
+# A release tag at the end ("-v0.1", "-2507", "-0324"): tried with it first (a row of its own
+# wins), then without it.
+_RELEASE_TAG = re.compile(r"v\d+(\.\d+)*|\d{4}")
 _QUANT_WORDS = {
     "fp8": "fp8",
     "awq": "awq",
@@ -59,10 +63,19 @@ def _strip(key: str) -> tuple[str, str | None]:
             for w in words:
                 quant = quant or _QUANT_WORDS.get(w)
             continue
-        kept.append(part)
-    while kept and kept[-1] in _SUFFIXES:
-        kept.pop()
+        if part not in _DECORATIONS:
+            kept.append(part)
     return "-".join(kept), quant
+
+
+def _keys(key: str) -> list[str]:
+    """The key, then the key less each trailing release tag in turn."""
+    parts = key.split("-")
+    keys = [key]
+    while len(parts) > 1 and _RELEASE_TAG.fullmatch(parts[-1]):
+        parts.pop()
+        keys.append("-".join(parts))
+    return keys
 
 
 _INDEX: dict[str, ModelShape] = {}
@@ -84,7 +97,7 @@ def find_model(name: str) -> ModelShape | None:
     GPTQ-Int4) set `quantization`. None when unknown."""
     last = name.rstrip("/").split("/")[-1]
     key, quant = _strip(_norm(last))
-    facts = _INDEX.get(key)
+    facts = next((_INDEX[k] for k in _keys(key) if k in _INDEX), None)
     if facts is None:
         return None
     quant = quant or _CHECKPOINT_QUANT.get(facts.name)

@@ -145,6 +145,12 @@ def test_every_alias_finds_its_own_row(facts, aliases):
         ("Qwen/Qwen1.5-32B-Chat-GPTQ-Int4", "Qwen1.5-32B", "gptq"),
         ("mistralai/Mistral-Nemo-Instruct-2407", "Mistral-Nemo-12B", None),
         ("Qwen/Qwen1.5-72B-Chat", "Qwen1.5-72B", None),
+        ("TheBloke/Mixtral-8x7B-Instruct-v0.1-GPTQ", "Mixtral-8x7B", "gptq"),
+        ("mistralai/Mistral-7B-Instruct-v0.2", "Mistral-7B", None),
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen3-30B-A3B-2507", None),
+        ("Qwen/Qwen3-4B-Thinking-2507-FP8", "Qwen3-4B-2507", "fp8"),
+        ("Qwen/Qwen3-30B-A3B-Instruct", "Qwen3-30B-A3B", None),
+        ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", "Mistral-Small-24B", None),
         ("Qwen/Qwen1.5-14B-Chat-AWQ", "Qwen1.5-14B", "awq"),
         ("microsoft/Phi-3.5-MoE-instruct", "Phi-3.5-MoE", None),
         ("microsoft/Phi-3-medium-4k-instruct", "Phi-3-medium-4k", None),
@@ -164,8 +170,16 @@ def test_names_people_write_find_the_row(written, row, quant):
     assert found.quantization == quant
 
 
+def test_a_release_tag_finds_its_own_row_before_the_base_one():
+    assert find_model("Qwen/Qwen3-4B-Instruct-2507").max_position_embeddings == 262144
+    assert find_model("Qwen/Qwen3-4B").max_position_embeddings == 40960
+    assert find_model("deepseek-ai/DeepSeek-V3-0324").num_layers == 61
+
+
 def test_an_unknown_name_is_still_unknown():
     assert find_model("acme/NotAModel-7B") is None
+    assert find_model("lmsys/vicuna-7b-v1.3") is None  # LLaMA 1 based: no row, no guess
+    assert find_model("v2") is None
     assert find_model("Qwen/Qwen2.5-VL-3000B") is None
 
 
