@@ -111,6 +111,8 @@ LLAMA = (
     # tower (32 + 8 layers of 1280, projector 7680 -> 4096), computed from vision_config.
     _m("Llama-3.2-11B-Vision", "MllamaForConditionalGeneration", 40, 4096, 14336, 32, 8, 128,
        128256, 131072, None, vision=0.82),
+    _m("Llama-3.2-90B-Vision", "MllamaForConditionalGeneration", 100, 8192, 28672, 64, 8, 128,
+       128256, 131072, None, vision=0.85),
     # Yi: the Llama architecture with its own shape.
     _m("Yi-34B", _L, 60, 7168, 20480, 56, 8, 128, 64000, 4096, None),
     # Llama 4 Scout: every layer MoE (16 experts, top-1, plus one shared expert of 8192); the
