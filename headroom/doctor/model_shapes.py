@@ -88,7 +88,7 @@ LLAMA = (
         "deepseek-r1-distill-llama-8b", "llama3-8b"]),
     _m("Llama-3.1-70B", _L, 80, 8192, 28672, 64, 8, 128, 128256, 131072, 70.55,
        ["llama-3-70b", "meta-llama-3-70b", "meta-llama-3.1-70b", "llama-3.3-70b", "llama3.1-70b",
-        "deepseek-r1-distill-llama-70b", "llama3-70b"]),
+        "deepseek-r1-distill-llama-70b", "llama3-70b", "llama-3.1-nemotron-70b"]),
     _m("Llama-3.1-405B", _L, 126, 16384, 53248, 128, 8, 128, 128256, 131072, 405.85,
        ["meta-llama-3.1-405b", "llama3.1-405b"]),
     _m("Llama-3.2-1B", _L, 16, 2048, 8192, 32, 8, 64, 128256, 131072, 1.24, ["llama3.2-1b"], **_TIED),
@@ -113,6 +113,12 @@ LLAMA = (
        128256, 131072, None, vision=0.82),
     _m("Llama-3.2-90B-Vision", "MllamaForConditionalGeneration", 100, 8192, 28672, 64, 8, 128,
        128256, 131072, None, vision=0.85),
+    # Llama 4 Maverick: MoE on every second layer (128 experts + a shared one of 8192), dense
+    # MLP 16384 between; 400.71 B computed (text; this config copy omits vision_config).
+    _m("Llama-4-Maverick-17B-128E", "Llama4ForConditionalGeneration", 48, 5120, 8192, 40, 8, 128,
+       202048, 1048576, 400.71, ["llama-4-maverick", "llama-4-maverick-17b-128e-instruct"],
+       num_experts=128, moe_intermediate_size=8192, num_experts_per_token=1,
+       num_shared_experts=1, shared_expert_intermediate_size=8192),
     # Yi: the Llama architecture with its own shape.
     _m("Yi-34B", _L, 60, 7168, 20480, 56, 8, 128, 64000, 4096, None),
     # Llama 4 Scout: every layer MoE (16 experts, top-1, plus one shared expert of 8192); the
@@ -153,6 +159,16 @@ QWEN = (
        num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
     _m("Qwen3-235B-A22B", _Q3M, 94, 4096, 12288, 64, 4, 128, 151936, 40960, 235.09,
        num_experts=128, moe_intermediate_size=1536, num_experts_per_token=8),
+    _m("Qwen3-Coder-480B-A35B", _Q3M, 62, 6144, 8192, 96, 8, 128, 151936, 262144, 480.15,
+       num_experts=160, moe_intermediate_size=2560, num_experts_per_token=8),
+    # Qwen3-VL: vision tower 27 blocks of 1152 (MLP 4304), a merger and 3 deepstack mergers,
+    # computed: 0.58 / 0.60 / 0.54 B.
+    _m("Qwen3-VL-8B", "Qwen3VLForConditionalGeneration", 36, 4096, 12288, 32, 8, 128, 151936,
+       262144, None, vision=0.58),
+    _m("Qwen3-VL-32B", "Qwen3VLForConditionalGeneration", 64, 5120, 25600, 64, 8, 128, 151936,
+       262144, None, vision=0.60),
+    _m("Qwen3-VL-30B-A3B", "Qwen3VLMoeForConditionalGeneration", 48, 2048, 6144, 32, 4, 128,
+       151936, 262144, 31.07, num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
     _m("Qwen3-30B-A3B-2507", _Q3M, 48, 2048, 6144, 32, 4, 128, 151936, 262144, 30.53,
        num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
     _m("Qwen3-235B-A22B-2507", _Q3M, 94, 4096, 12288, 64, 4, 128, 151936, 262144, 235.09,
@@ -177,7 +193,7 @@ QWEN = (
 
 GEMMA_PHI = (
     _m("Gemma-2B", _G, 18, 2048, 16384, 8, 1, 256, 256000, 8192, None, **_TIED),
-    _m("Gemma-7B", _G, 28, 3072, 24576, 16, 16, 256, 256000, 8192, None, **_TIED),
+    _m("Gemma-7B", _G, 28, 3072, 24576, 16, 16, 256, 256000, 8192, None, ["codegemma-7b"], **_TIED),
     _m("Gemma-2-2B", _G2, 26, 2304, 9216, 8, 4, 256, 256000, 8192, None, **_TIED, sliding_window=4096),
     _m("Gemma-2-9B", _G2, 42, 3584, 14336, 16, 8, 256, 256000, 8192, 9.24, **_TIED),
     _m("Gemma-2-27B", _G2, 46, 4608, 36864, 32, 16, 128, 256000, 8192, 27.23, **_TIED),
@@ -196,12 +212,14 @@ GEMMA_PHI = (
     _m("Phi-3-medium-4k", _P3, 40, 5120, 17920, 40, 10, 128, 32064, 4096, None),
     _m("Phi-3.5-MoE", "PhiMoEForCausalLM", 32, 4096, 6400, 32, 8, 128, 32064, 131072, 41.9,
        num_experts=16, moe_intermediate_size=6400, num_experts_per_token=2),
+    _m("Phi-4-reasoning", _P3, 40, 5120, 17920, 40, 10, 128, 100352, 32768, None,
+       ["phi-4-reasoning-plus"]),
     _m("Phi-4-mini", _P3, 32, 3072, 8192, 24, 8, 128, 200064, 131072, None, **_TIED),
 )
 
 OTHERS = (
     _m("Mistral-7B", _MS, 32, 4096, 14336, 32, 8, 128, 32768, 32768, 7.25,
-       ["mistral-7b-v0.3", "mistral-7b-v0.1", "mistral-7b-v0.2"]),
+       ["mistral-7b-v0.3", "mistral-7b-v0.1", "mistral-7b-v0.2", "mathstral-7b"]),
     _m("Mistral-Small-24B", _MS, 40, 5120, 32768, 32, 8, 128, 131072, 32768, 23.57,
        ["mistral-small-3.1-24b", "mistral-small-24b-2501"]),
     _m("Mixtral-8x7B", _MX, 32, 4096, 14336, 32, 8, 128, 32000, 32768, 46.7,
@@ -217,6 +235,10 @@ OTHERS = (
     _m("DeepSeek-V3", "DeepseekV3ForCausalLM", 61, 7168, 18432, 128, 128, 128, 129280, 163840, 671.0,
        ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
        num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512, qk_rope_head_dim=64),
+    # Kimi K2: the DeepSeek-V3 layout with 384 experts and 64 heads; 1026.4 B computed.
+    _m("Kimi-K2", "DeepseekV3ForCausalLM", 61, 7168, 18432, 64, 64, 128, 163840, 131072, 1026.41,
+       num_experts=384, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512,
+       qk_rope_head_dim=64, num_shared_experts=1, shared_expert_intermediate_size=2048),
     # DeepSeek-V2-Lite: MLA (no q LoRA), first layer dense, 64 routed + 2 shared experts;
     # 15.71 B computed from the shape. DeepSeek-Coder-V2-Lite is further pre-training of a
     # DeepSeek-V2 checkpoint (its card; 27 layers, 6 experts a token, 16 B): the same shape.
@@ -236,6 +258,8 @@ OTHERS = (
     # Ministral-8B-Instruct-2410: genz's transcription; 8.02 B computed fits the name.
     _m("Ministral-8B", _MS, 36, 4096, 12288, 32, 8, 128, 131072, 32768, None,
        ["ministral-8b-instruct-2410"]),
+    _m("Mistral-Large-123B", _MS, 88, 12288, 28672, 96, 8, 128, 32768, 131072, None,
+       ["mistral-large-instruct-2407", "mistral-large-instruct-2411", "mistral-large-2407"]),
     _m("Mistral-Nemo-12B", _MS, 40, 5120, 14336, 32, 8, 128, 131072, 1024000, None,
        ["mistral-nemo", "mistral-nemo-instruct-2407", "mistral-nemo-base-2407"]),
     # THUDM/chatglm3-6b: ChatGLM dialect (num_layers, ffn_hidden_size, multi_query_group_num 2,
@@ -248,6 +272,8 @@ OTHERS = (
        gated=False, **_TIED),
     _m("OLMo-2-7B", "Olmo2ForCausalLM", 32, 4096, 11008, 32, 32, 128, 100352, 4096, None,
        ["olmo-2-1124-7b"]),
+    _m("OLMo-2-13B", "Olmo2ForCausalLM", 40, 5120, 13824, 40, 40, 128, 100352, 4096, None,
+       ["olmo-2-1124-13b"]),
 )
 # fmt: on
 

@@ -23,7 +23,7 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
     "train": {"right_step": 130, "right_knob": 121},
-    "validation": {"right_step": 63, "right_knob": 52},
+    "validation": {"right_step": 64, "right_knob": 53},
 }
 
 

@@ -66,6 +66,11 @@ def test_kv_bytes_of_rows_read_from_config_json(name, bytes_per_token):
     assert kv_bytes_per_token(find_model(name)) == bytes_per_token
 
 
+def test_an_mla_rows_kv_is_one_latent_per_layer():
+    # Kimi K2 caches kv_lora_rank 512 + qk_rope_head_dim 64 per layer, like DeepSeek-V3
+    assert kv_bytes_per_token(find_model("moonshotai/Kimi-K2-Instruct")) == 61 * (512 + 64) * 2
+
+
 def test_a_moe_rows_count_is_above_what_one_token_touches():
     for facts in ROWS:
         if facts.num_experts:
@@ -145,6 +150,12 @@ def test_every_alias_finds_its_own_row(facts, aliases):
         ("Qwen/Qwen1.5-32B-Chat-GPTQ-Int4", "Qwen1.5-32B", "gptq"),
         ("mistralai/Mistral-Nemo-Instruct-2407", "Mistral-Nemo-12B", None),
         ("Qwen/Qwen1.5-72B-Chat", "Qwen1.5-72B", None),
+        ("moonshotai/Kimi-K2-Instruct", "Kimi-K2", "fp8"),
+        ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", "Llama-4-Maverick-17B-128E", "fp8"),
+        ("Qwen/Qwen3-VL-30B-A3B-Thinking", "Qwen3-VL-30B-A3B", None),
+        ("mistralai/Mistral-Large-Instruct-2411", "Mistral-Large-123B", None),
+        ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "Llama-3.1-70B", None),
+        ("allenai/OLMo-2-1124-13B-Instruct", "OLMo-2-13B", None),
         ("TheBloke/Mixtral-8x7B-Instruct-v0.1-GPTQ", "Mixtral-8x7B", "gptq"),
         ("mistralai/Mistral-7B-Instruct-v0.2", "Mistral-7B", None),
         ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen3-30B-A3B-2507", None),
