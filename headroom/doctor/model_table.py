@@ -89,7 +89,12 @@ def known_model_names() -> list[str]:
 
 
 # Checkpoints published quantized whatever their name says (their config.json's quant_method).
-_CHECKPOINT_QUANT = {"gpt-oss-120b": "mxfp4", "gpt-oss-20b": "mxfp4", "Kimi-K2": "fp8"}
+_CHECKPOINT_QUANT = {
+    "gpt-oss-120b": "mxfp4",
+    "gpt-oss-20b": "mxfp4",
+    "Kimi-K2": "fp8",
+    "DeepSeek-V3": "fp8",
+}
 
 
 def find_model(name: str) -> ModelShape | None:
