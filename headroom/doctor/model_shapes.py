@@ -239,6 +239,11 @@ OTHERS = (
     _m("Kimi-K2", "DeepseekV3ForCausalLM", 61, 7168, 18432, 64, 64, 128, 163840, 131072, 1026.41,
        num_experts=384, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512,
        qk_rope_head_dim=64, num_shared_experts=1, shared_expert_intermediate_size=2048),
+    # MiniMax-M2.5 (M2 and M2.1 copies give the same shape): 256 experts of 1536, no shared
+    # one; 228.69 B computed; an fp8 checkpoint.
+    _m("MiniMax-M2.5", "MiniMaxM2ForCausalLM", 62, 3072, 1536, 48, 8, 128, 200064, 196608,
+       228.69, ["minimax-m2", "minimax-m2.1"],
+       num_experts=256, moe_intermediate_size=1536, num_experts_per_token=8),
     # DeepSeek-V2-Lite: MLA (no q LoRA), first layer dense, 64 routed + 2 shared experts;
     # 15.71 B computed from the shape. DeepSeek-Coder-V2-Lite is further pre-training of a
     # DeepSeek-V2 checkpoint (its card; 27 layers, 6 experts a token, 16 B): the same shape.

@@ -94,6 +94,7 @@ _CHECKPOINT_QUANT = {
     "gpt-oss-20b": "mxfp4",
     "Kimi-K2": "fp8",
     "DeepSeek-V3": "fp8",
+    "MiniMax-M2.5": "fp8",
 }
 
 

@@ -152,6 +152,7 @@ def test_every_alias_finds_its_own_row(facts, aliases):
         ("Qwen/Qwen1.5-72B-Chat", "Qwen1.5-72B", None),
         ("moonshotai/Kimi-K2-Instruct", "Kimi-K2", "fp8"),
         ("deepseek-ai/DeepSeek-R1-0528", "DeepSeek-V3", "fp8"),
+        ("MiniMaxAI/MiniMax-M2", "MiniMax-M2.5", "fp8"),
         ("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", "Llama-4-Maverick-17B-128E", "fp8"),
         ("Qwen/Qwen3-VL-30B-A3B-Thinking", "Qwen3-VL-30B-A3B", None),
         ("mistralai/Mistral-Large-Instruct-2411", "Mistral-Large-123B", None),
