@@ -151,14 +151,21 @@ def foreign_gib(line: str) -> float | None:
     return parse_oom(line).foreign
 
 
+def weights_per_gpu(ctx) -> float | None:
+    """The weights' share per GPU at the command's TP x PP (config or name), if known."""
+    sized = sizing(ctx)
+    if sized is None:
+        return None
+    knobs = ctx.knobs
+    return sized.per_gpu(knobs.tp, knobs.pp, knobs.quantization)
+
+
 def too_little_left(ctx, left_gib: float) -> str | None:
     """Why the memory other processes leave on a GPU cannot hold this model at any
     utilization (the weights' share per GPU, from the config or the name, plus the engine's
     least); None when it can, or nothing says what the model needs."""
-    sized = sizing(ctx)
-    if sized is not None:
-        knobs = ctx.knobs
-        weights = sized.per_gpu(knobs.tp, knobs.pp, knobs.quantization)
+    weights = weights_per_gpu(ctx)
+    if weights is not None:
         need, what = weights + MIN_ENGINE_GIB, f"{weights:.2f} GiB of weights per GPU + "
     else:
         need, what = MIN_ENGINE_GIB, "the smallest model's weights, "

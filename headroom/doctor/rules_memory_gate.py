@@ -10,7 +10,8 @@ from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
-from headroom.doctor.oom_numbers import too_little_left
+from headroom.doctor.oom_numbers import too_little_left, weights_per_gpu
+from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 
 
 def free_memory_below_utilization(ctx) -> list[Finding]:
@@ -29,6 +30,9 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
         evidence.append(
             f"{nums['total_gib'] - nums['free_gib']:.2f} GiB is held by other processes"
         )
+    weights = weights_per_gpu(ctx)
+    if nums.get("total_gib") and weights and weights >= nums["total_gib"] * A.MAX_UTILIZATION:
+        return [_weights_exceed_gpu(ctx, [first], weights, nums["total_gib"])]
     if target is not None and (taken := too_little_left(ctx, nums["free_gib"])):
         return [_gpu_taken([*evidence, taken])]
     # Stopping the other process is advice, not a knob: said once in the evidence, so the
@@ -65,6 +69,34 @@ def free_memory_below_utilization(ctx) -> list[Finding]:
             compact_actions(acts),
         )
     ]
+
+
+def _weights_exceed_gpu(ctx, evidence: list[str], weights: float, total: float) -> Finding:
+    """The weights' share alone is more than the whole GPU: what others hold is not the
+    cause, and freeing the GPU would not make it fit; step 1's answer (the lowest TP on the
+    given GPUs that holds them, rules_preflight) or, when none does, no knob."""
+    why = "the weights alone do not fit this GPU"
+    knobs = ctx.knobs
+    evidence = [
+        *evidence,
+        f"{why}: {weights:.2f} GiB per GPU at TP {knobs.tp} x PP {knobs.pp}, more than "
+        f"{A.MAX_UTILIZATION} x {total:.2f} GiB",
+    ]
+    title = "The weights do not fit this GPU, whatever else it holds"
+    sized = sizing(ctx)
+    tp = lowest_holding_tp(ctx, sized) if sized is not None else None
+    if tp is None:
+        evidence += no_tp_holds(ctx, why)
+        return Finding("free-memory-below-utilization", None, "error", title, tuple(evidence))
+    act = Action(
+        "tensor_parallel_size",
+        "raise",
+        tp,
+        f"{why}: TP {tp} holds them",
+        "more GPUs, and an all-reduce on every layer",
+        step=1,
+    )
+    return Finding("free-memory-below-utilization", 1, "error", title, tuple(evidence), (act,))
 
 
 def _gpu_taken(evidence: list[str]) -> Finding:

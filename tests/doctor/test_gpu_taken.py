@@ -114,3 +114,31 @@ def test_others_memory_estimated_from_pytorchs_reserved_alone_never_rules_the_kn
     top = _top(log, ["vllm", "serve", "Qwen/Qwen3-30B-A3B"])
     assert top.id == "cuda-oom-foreign-process"
     assert (top.actions[0].knob, top.actions[0].direction) == ("gpu_memory_utilization", "lower")
+
+
+# pytorch/pytorch#175666: vLLM's CI, Phi-3.5-MoE (41.9B parameters) at PP 2 on two L4s.
+GATE_PHI = _train_log("pytorch--pytorch--175666")
+PHI = ["vllm", "serve", "microsoft/Phi-3.5-MoE-instruct", "--pipeline-parallel-size", "2"]
+
+
+def _gate_top(gpus: str):
+    from headroom.doctor.gpu_spec import parse_gpu_spec
+
+    inputs = DoctorInputs(log=GATE_PHI, command=parse_command(PHI), gpu_spec=parse_gpu_spec(gpus))
+    return diagnose(inputs).findings[0]
+
+
+def test_weights_larger_than_the_gpu_are_not_the_other_processes_fault():
+    """~39 GiB of weights per GPU at PP 2 on a 22 GiB L4: freeing the GPU would not help
+    (before: 'free the GPU'); on two L4s no TP holds them either, so no knob."""
+    top = _gate_top("2xL4")
+    assert top.title.startswith("The weights do not fit this GPU")
+    assert not [a for a in top.actions if a.knob]
+    assert not any("free the GPU" in e for e in top.evidence)
+
+
+def test_weights_larger_than_the_gpu_take_step_ones_tp_when_the_node_has_it():
+    top = _gate_top("8xL4")
+    turns = [(a.knob, a.direction) for a in top.actions]
+    assert turns[:1] == [("tensor_parallel_size", "raise")] and top.step == 1
+    assert top.actions[0].value * 2 <= 8
