@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from headroom.doctor.actions import MAX_UTILIZATION
 from headroom.doctor.rules_preflight import sizing
 from headroom.probes.vllm_log_fields import to_gib
 
@@ -160,11 +161,14 @@ def weights_per_gpu(ctx) -> float | None:
     return sized.per_gpu(knobs.tp, knobs.pp, knobs.quantization)
 
 
-def too_little_left(ctx, left_gib: float) -> str | None:
+def too_little_left(ctx, left_gib: float, total_gib: float | None = None) -> str | None:
     """Why the memory other processes leave on a GPU cannot hold this model at any
     utilization (the weights' share per GPU, from the config or the name, plus the engine's
-    least); None when it can, or nothing says what the model needs."""
+    least); None when it can, when nothing says what the model needs, or when the weights
+    alone exceed the whole GPU (then freeing it would not help: step 1's rules answer)."""
     weights = weights_per_gpu(ctx)
+    if weights is not None and total_gib and weights >= total_gib * MAX_UTILIZATION:
+        return None
     if weights is not None:
         need, what = weights + MIN_ENGINE_GIB, f"{weights:.2f} GiB of weights per GPU + "
     else:

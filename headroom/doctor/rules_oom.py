@@ -147,7 +147,7 @@ def cuda_oom(ctx) -> list[Finding]:
         why = "another process's memory is on this GPU too: stop it, or leave it its room"
         acts = [A.lower_kv_memory(ctx, room, why)]
         named = parse_oom(event.line).foreign_named  # an estimate never rules a knob out
-        if named and total and foreign and (taken := too_little_left(ctx, total - foreign)):
+        if named and total and foreign and (taken := too_little_left(ctx, total - foreign, total)):
             acts, evidence = [], [*evidence, taken]  # no knob: the GPU must be freed
         out.append(
             Finding(

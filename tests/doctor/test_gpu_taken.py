@@ -142,3 +142,14 @@ def test_weights_larger_than_the_gpu_take_step_ones_tp_when_the_node_has_it():
     turns = [(a.knob, a.direction) for a in top.actions]
     assert turns[:1] == [("tensor_parallel_size", "raise")] and top.step == 1
     assert top.actions[0].value * 2 <= 8
+
+
+def test_an_oom_whose_weights_exceed_the_gpu_never_says_free_it():
+    """Llama-3.1-70B at TP 1 (~131 GiB) on a 23.64 GiB GPU another job shares: the weights
+    finding answers (more GPUs); the other job's finding must not claim freeing would do."""
+    log = OOM_TAKEN.replace("22.00 GiB memory", "19.50 GiB memory")
+    found = diagnose(
+        DoctorInputs(log=log, command=parse_command(["vllm", "serve", "meta-llama/Llama-3.1-70B"]))
+    ).findings
+    assert found[0].id == "cuda-oom-weights"
+    assert not any("free the GPU" in e for f in found for e in f.evidence)
