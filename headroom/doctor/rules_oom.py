@@ -322,8 +322,9 @@ def _weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Fin
             f"on {acc.gpu_usable_gib:.2f} GiB GPUs"
         )
     why = "the weights alone do not fit this many GPUs"
-    allow = frozenset({"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
-                       "max_model_len", "quantization"})  # fmt: skip
+    # never a higher utilization: for a CUDA OOM that is the wrong way (the five-step table)
+    allow = frozenset({"tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+                       "quantization"})  # fmt: skip
     gpu, known = _oom_gpu(ctx)
     acts: list[Action] = []
     if ctx.model is not None and gpu is not None:

@@ -153,3 +153,20 @@ def test_an_oom_whose_weights_exceed_the_gpu_never_says_free_it():
     ).findings
     assert found[0].id == "cuda-oom-weights"
     assert not any("free the GPU" in e for f in found for e in f.evidence)
+
+
+def test_an_oom_weights_finding_never_raises_the_utilization():
+    """The weights do not fit: step 1 searches more GPUs, and a CUDA OOM never turns the
+    utilization up (the table's OOM direction); before, TP 8 came with 'raise to 0.95'."""
+    log = OOM_TAKEN.replace("22.00 GiB memory", "19.50 GiB memory")
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-70B"]
+    found = diagnose(DoctorInputs(log=log, command=parse_command(argv))).findings
+    assert (found[0].actions[0].knob, found[0].actions[0].direction) == (
+        "tensor_parallel_size",
+        "raise",
+    )
+    assert not any(
+        (a.knob, a.direction) == ("gpu_memory_utilization", "raise")
+        for f in found
+        for a in f.actions
+    )
