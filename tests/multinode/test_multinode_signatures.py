@@ -82,8 +82,10 @@ SIGNATURES = [
         "10 local_world_size",
         "AssertionError: local_world_size (16) must be less than or equal to the number of visible "
         "devices (8).",
-        "tp-across-nodes",
-        ("tensor_parallel_size", "lower", 8),
+        # under Ray (the command below) this text is vLLM's own bug, fixed by PR #28873: no knob;
+        # without Ray test_tp_spread_pairs_tp_with_pp keeps TP inside a node, PP across
+        "local-world-size-ray-bug",
+        None,
     ),
     (
         "11 engine ready timeout",
