@@ -152,7 +152,7 @@ def problems(
     return tuple(out), acc
 
 
-def _needed_utilization(model, gpu, knobs: Knobs, version, tokens: int) -> float | None:
+def needed_utilization(model, gpu, knobs: Knobs, version, tokens: int) -> float | None:
     """The lowest utilization (+ margin, 2 decimals) that holds `tokens` KV tokens plus the
     null block with these knobs; None when the GPU size makes it meaningless."""
     usable = gpu.min_usable_gib
@@ -267,7 +267,7 @@ def _with_budget(model, gpu, knobs, base, version, util0, per_node, nodes, want,
             if need > knobs.kv_cache_memory_bytes:
                 options.append(replace(knobs, kv_cache_memory_bytes=need))
     elif "gpu_memory_utilization" in allow:
-        util = _needed_utilization(model, gpu, knobs, version, tokens)
+        util = needed_utilization(model, gpu, knobs, version, tokens)
         if util is not None and util0 < util <= MAX_UTILIZATION:
             options.append(replace(knobs, gpu_memory_utilization=util))
         elif util is not None and util > MAX_UTILIZATION and util0 < MAX_UTILIZATION:

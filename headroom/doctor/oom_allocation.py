@@ -32,13 +32,12 @@ from dataclasses import dataclass
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Finding, compact_actions
-from headroom.doctor.oom_numbers import parse_oom
+from headroom.doctor.oom_numbers import foreign_gib, parse_oom
 from headroom.doctor.release_defaults import LARGE_GPU_GIB, SMALL_GPU_GIB
 from headroom.doctor.rules_oom import (
-    _foreign_gib,
-    _foreign_matters,
-    _oom_phase,
-    _weights_do_not_fit,
+    foreign_matters,
+    oom_phase,
+    weights_do_not_fit,
 )
 from headroom.doctor.versions import batch_defaults, is_v1, parse_version
 
@@ -194,10 +193,10 @@ def oom_allocation(ctx) -> list[Finding]:
     if not events:
         return []
     event = events[0]
-    if event.fields.get("from_words") or _oom_phase(ctx, event) not in _PHASES:
+    if event.fields.get("from_words") or oom_phase(ctx, event) not in _PHASES:
         return []
     numbers = parse_oom(event.line)
-    if _weights_do_not_fit(ctx) or _foreign_matters(ctx, _foreign_gib(event.line), numbers.total):
+    if weights_do_not_fit(ctx) or foreign_matters(ctx, foreign_gib(event.line), numbers.total):
         return []  # rules_oom's answer: the weights, or another process's memory
     tensor = sized_tensor(ctx, numbers.tried, numbers.total)
     if tensor is None or numbers.tried is None:

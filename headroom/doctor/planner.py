@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from headroom.doctor.candidates import MAX_UTILIZATION, _needed_utilization
+from headroom.doctor.candidates import MAX_UTILIZATION, needed_utilization
 from headroom.doctor.estimate_error import (
     KV_ESTIMATE_ERROR_GIB,
     KV_ESTIMATE_ERROR_REL,
@@ -236,7 +236,7 @@ def _raise_utilization(model, gpu, base, version, tp, pp, wanted, ver):
     if default >= MAX_UTILIZATION:
         return None
     knobs = replace(base, tp=tp, pp=pp)
-    need = _needed_utilization(model, gpu, knobs, version, wanted)
+    need = needed_utilization(model, gpu, knobs, version, wanted)
     util = MAX_UTILIZATION if need is None else min(max(need, default), MAX_UTILIZATION)
     if util <= default:
         return None

@@ -26,6 +26,7 @@ from headroom.doctor import actions as A
 from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.model_family import ModelFamily, model_family
 from headroom.doctor.multimodal_models import ENCODER_DECODER_MODULES, runs_encoder_decoder_on_v0
+from headroom.doctor.oom_numbers import foreign_gib
 from headroom.doctor.release_defaults import (
     ENCODER_DECODER_MAX_NUM_SEQS,
     V0_MAX_NUM_SEQS,
@@ -36,11 +37,10 @@ from headroom.doctor.release_defaults import (
     seqs_text,
 )
 from headroom.doctor.rules_oom import (
-    _foreign_gib,
-    _foreign_matters,
-    _oom_phase,
-    _v0_whole_prompt_profile,
-    _weights_do_not_fit,
+    foreign_matters,
+    oom_phase,
+    v0_whole_prompt_profile,
+    weights_do_not_fit,
 )
 from headroom.doctor.version_claims import Regression, stated_regression
 from headroom.doctor.versions import (
@@ -64,10 +64,10 @@ def memory_failure(ctx) -> tuple[str, LogEvent] | None:
     ooms = ctx.of("cuda_oom")
     if ooms:
         event = ooms[0]
-        if _oom_phase(ctx, event) in _OTHER_PHASES or _weights_do_not_fit(ctx):
+        if oom_phase(ctx, event) in _OTHER_PHASES or weights_do_not_fit(ctx):
             return None
         total = _gib(event.fields, "total_gib")
-        if _foreign_matters(ctx, _foreign_gib(event.line), total):
+        if foreign_matters(ctx, foreign_gib(event.line), total):
             return None
         held = _gib(event.fields, "process_gib")
         if total and held and held > total * ctx.utilization:
@@ -203,7 +203,7 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
     large = _large_for_gpu(now) if stated else None
     # A decoder-only multimodal model on V0 with the default batch budget profiles one whole
     # max_model_len prefill first (rules_oom's answer: max_model_len); not so an encoder-decoder.
-    multimodal = bool(family and (enc_dec or (kind == "oom" and not _v0_whole_prompt_profile(ctx))))
+    multimodal = bool(family and (enc_dec or (kind == "oom" and not v0_whole_prompt_profile(ctx))))
     if not (multimodal or large or raised):
         return []
     current = max(d.max_num_seqs for d in now)

@@ -16,8 +16,7 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
-from headroom.doctor.oom_numbers import foreign_gib as _foreign_gib
-from headroom.doctor.oom_numbers import own_memory, parse_oom, too_little_left
+from headroom.doctor.oom_numbers import foreign_gib, own_memory, parse_oom, too_little_left
 from headroom.doctor.release_defaults import V0_MAX_NUM_SEQS
 from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 from headroom.doctor.versions import is_v1, parse_version
@@ -46,7 +45,7 @@ _FORWARD_FRAMES = (
 )
 
 
-def _oom_phase(ctx, event: LogEvent) -> str:
+def oom_phase(ctx, event: LogEvent) -> str:
     """Where the OOM happened, from the lines around it: weights, sampler, graphs, runtime."""
     index = ctx.events.index(event)
     before = ctx.events[:index]
@@ -105,7 +104,7 @@ def cuda_oom(ctx) -> list[Finding]:
         return []
     event = events[0]
     nums = event.fields
-    phase = _oom_phase(ctx, event)
+    phase = oom_phase(ctx, event)
     evidence = [event.line.strip()[:400]]
     if "total_gib" in nums and "free_gib" in nums:
         evidence.append(
@@ -113,12 +112,12 @@ def cuda_oom(ctx) -> list[Finding]:
             f"{nums.get('tried_gib', 0):.2f} GiB more was asked for"
         )
     evidence += own_memory(parse_oom(event.line), ctx.utilization)
-    foreign = _foreign_gib(event.line)
+    foreign = foreign_gib(event.line)
     if foreign is not None and foreign > 0:
         evidence.append(f"other processes hold {foreign:.2f} GiB on this GPU")
     acc = ctx.account
     out: list[Finding] = []
-    weights_alone = _weights_do_not_fit(ctx)
+    weights_alone = weights_do_not_fit(ctx)
     if phase == "sleep-wake":
         acts = [
             A.lower_kv_memory(
@@ -141,7 +140,7 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
     if phase == "weights" or weights_alone:
         out.append(_weights_finding(ctx, evidence, weights_alone))
-    if _foreign_matters(ctx, foreign, total := _number(nums, "total_gib")):
+    if foreign_matters(ctx, foreign, total := _number(nums, "total_gib")):
         # vLLM's share must leave the others' memory (and a little slack) on the GPU
         room = (total - foreign) / total - 0.03 if total and foreign else None
         why = "another process's memory is on this GPU too: stop it, or leave it its room"
@@ -193,7 +192,7 @@ def cuda_oom(ctx) -> list[Finding]:
             A.lower_kv_memory(ctx, None, "leaves room for CUDA-graph pools"),
         ]
         title = "Out of GPU memory capturing CUDA graphs"
-    elif _v0_whole_prompt_profile(ctx) and (
+    elif v0_whole_prompt_profile(ctx) and (
         phase != "unknown" or (_number(nums, "tried_gib") or 0.0) >= _WHOLE_PROMPT_TENSOR_GIB
     ):
         # V0 (0.2-0.7) without chunked prefill: max_num_batched_tokens defaults to
@@ -234,7 +233,7 @@ def cuda_oom(ctx) -> list[Finding]:
     return [Finding(f"cuda-oom-{phase}", 4, "error", title, tuple(evidence), compact_actions(acts))]
 
 
-def _foreign_matters(ctx, foreign: float | None, total: float | None) -> bool:
+def foreign_matters(ctx, foreign: float | None, total: float | None) -> bool:
     """Others' memory explains the OOM only beyond the share vLLM leaves to the rest of the
     GPU, total x (1 - gpu_memory_utilization); a few hundred MiB of another process's CUDA
     context does not."""
@@ -245,7 +244,7 @@ def _foreign_matters(ctx, foreign: float | None, total: float | None) -> bool:
     return foreign > total * (1.0 - ctx.utilization)
 
 
-def _v0_whole_prompt_profile(ctx) -> bool:
+def v0_whole_prompt_profile(ctx) -> bool:
     """A V0 release (known from the log or the input) whose batch budget was left to default."""
     version = parse_version(ctx.version)
     cmd = ctx.inputs.command
@@ -258,7 +257,7 @@ def _v0_whole_prompt_profile(ctx) -> bool:
     )
 
 
-def _weights_do_not_fit(ctx) -> str | None:
+def weights_do_not_fit(ctx) -> str | None:
     """The memory model's word that the weights alone do not fit these GPUs at this TP x PP:
     then no other process, graph or batch setting is the root cause."""
     acc = ctx.account
