@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -27,7 +26,7 @@ from headroom.probes.model_lookup import lookup_model
 from headroom.probes.ray_cluster import RayCluster, RayClusterProbe
 from headroom.probes.ray_status import parse_ray_status
 from headroom.vllm_cmd import VllmCommand, parse_command
-from headroom.vllm_cmd.command import ENV_ASSIGNMENT, CommandLineError
+from headroom.vllm_cmd.command import ENV_ASSIGNMENT, PYTHON_PROGRAM, CommandLineError
 from headroom.vllm_cmd.config_file import ConfigFileError, with_config_file
 
 
@@ -96,7 +95,7 @@ def script_engine_flags(argv: list[str]) -> tuple[str, list[str]] | None:
     program = os.path.basename(argv[0])
     if program in ("vllm", "serve"):
         return None  # vLLM's own launcher: its errors are the user's to fix
-    if re.fullmatch(r"python(\d+(\.\d+)?)?(\.exe)?", program):
+    if PYTHON_PROGRAM.fullmatch(program):
         j = 1
         while j < len(argv) and argv[j].startswith("-") and argv[j] != "-m":
             j += 1

@@ -158,7 +158,7 @@ def _dest_name(name: str) -> str:
     return spec.dest if spec is not None else name.replace("-", "_")
 
 
-_PYTHON = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?$")
+PYTHON_PROGRAM = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?$")
 # Python's own options that take a value (so `-m` can be found after them).
 _PYTHON_VALUE_OPTIONS = {"-W", "-X"}
 
@@ -194,7 +194,7 @@ def _split_launcher(argv: list[str]) -> tuple[tuple[str, ...], list[str]]:
         return tuple(argv[:2]), argv[2:]
     if program == "serve":
         return (argv[0],), argv[1:]
-    if _PYTHON.fullmatch(program):
+    if PYTHON_PROGRAM.fullmatch(program):
         i = 1
         while i < len(argv) and argv[i] != "-m":
             if not argv[i].startswith("-"):
