@@ -43,14 +43,18 @@ _OOM_PHRASES = (
     rf"\bout\s+of\s+(?:{_GPU_MEMORY})",
     rf"\b(?:not\s+enough|insufficient|no\s+more|ran\s+out\s+of|runs?\s+out\s+of)\s+(?:free\s+)?(?:{_GPU_MEMORY})",
     rf"(?:{_GPU_MEMORY})\s+(?:is\s+|was\s+)?(?:not\s+enough|insufficient|exhausted)",
-    # Chinese: 显存 is the GPU's own memory (内存, host memory, is not matched)
-    r"显存(?:不足|不够|溢出|爆|耗尽)|爆显存",
+    # Chinese: 显存 is the GPU's own memory ("显存不足", "显存爆了", "显存增加直到溢出", "爆显存");
+    # 内存 is host memory unless CUDA / GPU / 显卡 says whose ("CUDA内存不足").
+    r"显存[^。，,.;；:：!！?？\n]{0,8}?(?:不足|不够|溢出|爆|耗尽|占满|满了)|爆显存|"
+    r"(?:CUDA|GPU|显卡)\s*内存(?:不足|不够|溢出|耗尽)",
 )
 _KV_CACHE = r"KV[ -]?cache"
 _KV_PHRASES = (
     rf"\b(?:not\s+enough|insufficient)\s+(?:GPU\s+)?(?:memory\s+for\s+(?:the\s+)?)?{_KV_CACHE}",
     rf"\bno\s+(?:available\s+)?(?:memory|space|room)\s+(?:left\s+)?for\s+(?:the\s+)?{_KV_CACHE}",
     rf"\b{_KV_CACHE}\s+(?:memory\s+)?(?:is\s+|was\s+)?(?:too\s+small|not\s+enough|insufficient)",
+    # Chinese: "KV cache不足", "KV缓存空间不够", "kv cache 太小"
+    rf"(?:{_KV_CACHE}|KV\s*缓存)\s*的?\s*(?:空间|内存|显存|容量)?\s*(?:不足|不够|太小|过小)",
 )
 _OOM = re.compile("|".join(f"(?:{p})" for p in _OOM_PHRASES), re.IGNORECASE)
 _KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), re.IGNORECASE)
@@ -59,7 +63,7 @@ _KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), re.IGNORECASE)
 _HOST_MEMORY = re.compile(
     r"(?<!GPU )(?<!video )\bRAM\b|\bCPU\b|\bhost\s+memory|\bsystem\s+memory|\bSMEM\b|"
     r"shared\s+memory|/dev/shm|\bshm\b|\bswap\b|\bdisk\b|oom[-_ ]?kill|\bKilled\b|"
-    r"exit\s+code\s+137|\bcgroup|java\.lang|\bheap\b|内存",
+    r"exit\s+code\s+137|\bcgroup|java\.lang|\bheap\b|(?<!CUDA)(?<!GPU)(?<!显卡)(?<!CUDA )(?<!GPU )内存",
     re.IGNORECASE,
 )
 # A hedge or a negation in the clause before the symptom: advice or a wish, not a report.
@@ -67,6 +71,11 @@ _HEDGE = re.compile(
     r"\b(?:may|might|could|would|can|cannot|can't|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|"
     r"risk(?:s|ed|ing)?|if|whether|without|no|not|never|reduce[sd]?|reducing)\b[^.;:!?]*$",
     re.IGNORECASE,
+)
+# The same in Chinese, within the clause: "如何避免显存不足" (how to avoid), "是否会爆显存"
+# (whether), "可能显存不够" (may), "不会显存溢出" (will not).
+_ZH_HEDGE = re.compile(
+    r"(?:避免|防止|是否|如何|怎么|怎样|可能|会不会|不会|以免|有没有|不再)[^。；：！？]*$"
 )
 _CODE = re.compile(
     r"""^\s*(?:File\s+"|#|if\s|elif\s|except\b|raise\s|def\s|return\b|import\s|from\s\S+\s+import|"""
@@ -77,8 +86,8 @@ _URL = re.compile(r"\S+://\S+")
 # of the second: the cheap test before any regex (a healthy log's lines name "memory" and
 # "KV cache" all the time, and none of these words).
 _OOM_NEEDLES = ("oom", "out of", "out-of", "outofmemory", "enough", "insufficient", "no more",
-                "exhausted", "显存")  # fmt: skip
-_KV_NEEDLES = ("enough", "insufficient", "small", "no ")
+                "exhausted", "显存", "内存")  # fmt: skip
+_KV_NEEDLES = ("enough", "insufficient", "small", "no ", "不足", "不够", "太小", "过小")
 
 
 def _might_name(low: str) -> bool:
@@ -91,14 +100,15 @@ def _clause_before(text: str, start: int) -> str:
     """The words of the symptom's own clause before it (a hedge further back is another
     sentence: "Can I use model parallelism? I faced a problem that OOM ...")."""
     before = text[:start]
-    cut = max(before.rfind(c) for c in ".;:!?\n")
+    cut = max(before.rfind(c) for c in ".;:!?\n。；！？")
     return before[cut + 1 :]
 
 
 def _reported(pattern: re.Pattern[str], text: str) -> bool:
     """Whether a match of `pattern` in `text` reads as a report (no hedge before it)."""
     for match in pattern.finditer(text):
-        if not _HEDGE.search(_clause_before(text, match.start())):
+        clause = _clause_before(text, match.start())
+        if not _HEDGE.search(clause) and not _ZH_HEDGE.search(clause):
             return True
     return False
 

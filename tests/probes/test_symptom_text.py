@@ -31,6 +31,11 @@ OOM_WORDS = [
     "Not enough VRAM for Mixtral",
     "GPU memory is not enough for the 32B model",
     "启动时显存不足",
+    # QwenLM/Qwen#870: the first card's GPU memory grows until it overflows
+    "采用vllm_wrapper进行推理，发现第一张卡的显存增加直到溢出，其他卡的显存不变。",
+    "两张卡都爆显存",
+    "显存爆了",
+    "CUDA内存不足",
     "Out-Of-Memory with long prompts",
 ]
 
@@ -38,6 +43,8 @@ KV_WORDS = [
     "Not enough KV cache for 128k context",
     "KV cache is too small on 2x4090",
     "no memory left for the KV cache",
+    "128k上下文时KV cache不足",
+    "KV缓存空间不够",
 ]
 
 NOT_SYMPTOMS = [
@@ -62,6 +69,11 @@ NOT_SYMPTOMS = [
     # negations and wishes
     "works without OOM in 0.7.2",
     "How can I avoid OOM with 4 GPUs",
+    "如何避免显存不足",
+    "设置max_model_len以免显存溢出",
+    # host memory in Chinese (内存 without CUDA/GPU/显卡), and a statement that is no failure
+    "内存不足，进程被杀",
+    "在显存较少的8卡设备上",
     # code and a client's text
     "    if 'out of memory' in str(e):",
     'File "/usr/lib/python3.10/site-packages/vllm/worker/oom.py", line 3, in <module>',

@@ -1,0 +1,291 @@
+"""The numbers and statements a person's sentence carries, for a log that is only words.
+
+An issue title or one sentence is often all a thread gives ("OOM when 1 gpu, even though I
+have multi-gpu", "GLM-4.5v ... 固定12头, 导致只能4卡部署", "gpu利用率默认参数为0.61导致rtx3060
+用不起", "... 2x3080 using turboquant - working with fp8_e5m2"). symptom_text names the
+symptom (an OOM, a KV shortage); this module reads what the doctor needs beside it to name a
+cause, in English and in Chinese (many public vLLM threads are Chinese):
+
+- GPU counts: "8 GPUs", "2x3080", "8xA100", "one GPU", "single-GPU", "4卡", "8张卡", "单卡",
+  "双卡", and whether the text says "several" without a count ("multi-gpu", "多卡");
+- attention heads: "12 heads", "固定12头", "12个注意力头";
+- gpu_memory_utilization: "gpu_memory_utilization=1", "mem-util 0.82", "gpu利用率默认参数为0.61",
+  and whether the sentence blames that value ("导致", "too low", "causes");
+- a setting the person says works ("working with fp8_e5m2", "works with --enforce-eager");
+- whether it says memory is short ("显存较少", "less VRAM") or the model does not run
+  ("无法部署", "用不起", "cannot load", "fails to start").
+
+Conservative: a number is read only beside the word that says what it counts; two different
+head counts are no head count. Never raises on any input (the text is untrusted).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
+
+__all__ = ["WordFacts", "facts_of_text", "text_facts"]
+
+_MAX_CHARS = 2000  # a sentence or a title, as in symptom_text
+_MAX_GPUS = 1024  # a count above this is not a GPU count ("2048 GPUs" of a cluster aside)
+_MAX_HEADS = 1024
+
+_ZH_DIGITS = {"一": 1, "单": 1, "两": 2, "二": 2, "双": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "十六": 16}  # fmt: skip
+_EN_NUMBERS = {"one": 1, "a single": 1, "single": 1, "two": 2, "dual": 2, "three": 3,
+               "four": 4, "six": 6, "eight": 8, "sixteen": 16}  # fmt: skip
+
+# "8 GPUs", "8 gpu", "2 cards", "4 x GPUs", "one GPU", "a single GPU", "single-GPU", "dual GPU".
+_EN_COUNT = re.compile(
+    r"(?<![\w.])(\d{1,4}|one|a single|single|two|dual|three|four|six|eight|sixteen)"
+    r"[\s-]*(?:[x×*]\s*)?(?:NVIDIA\s+)?(?:GPUs?|cards?|graphics\s+cards?|devices?)(?![\w-])",
+    re.IGNORECASE,
+)
+# "2x3080", "8xA100", "8*a100 40g", "2 * 3080Ti": a count times a GPU model ("Mixtral-8x7B" is
+# a model, not 8 GPUs of a "7B": the lookbehind and the letter-first model keep it out), and a
+# bare four-digit model is a GeForce number (1050-5090): "1024x1024" is an image size.
+_TIMES_MODEL = re.compile(
+    r"(?<![\w.-])(\d{1,2})\s*[x×*]\s*(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?(?:RTX\s*|GTX\s*)?"
+    r"(?:[A-Z]{1,2}\d{2,4}|[1-5]0[5-9]0)(?!\d)",
+    re.IGNORECASE,
+)
+# "4卡", "8张卡", "8 块 GPU", "8个GPU", "单卡", "双卡", "八卡": a count before 卡/张卡/块卡/GPU/显卡.
+# 卡 alone also means "stuck" (卡住, 卡在): only a count right before it makes it a card; 第一张卡
+# is "the first card", an ordinal (_ONE_IN_USE reads it).
+_ZH_COUNT = re.compile(
+    r"(?<![A-Za-z0-9.第])(\d{1,4}|十六|[一单两二双三四五六七八])\s*(?:张|块|个|台)?\s*(?:显卡|卡|GPU|gpu)"
+)
+_SEVERAL = re.compile(
+    r"\bmulti(?:ple)?[\s-]*(?:GPUs?|cards?)|\bseveral\s+GPUs|\bmore\s+GPUs|\bother\s+GPUs|"
+    r"多卡|多张卡|多块|其他卡|其他显卡|其它卡|其余卡",
+    re.IGNORECASE,
+)
+# Only one GPU does the work: "only the first GPU", "GPU 0 only", "第一张卡的显存增加直到溢出",
+# "只有一张显卡被占用" (a count of one is read by the count patterns).
+_ONE_IN_USE = re.compile(
+    r"\bonly\s+(?:uses?\s+|using\s+|runs?\s+on\s+|on\s+)?(?:the\s+first|one|1|a\s+single)\s+GPU|"
+    r"\bGPU\s*0\s+only|"
+    r"第一(?:张|块)?(?:显卡|卡|GPU)|只有一(?:张|块)|只用(?:了)?一(?:张|块)",
+    re.IGNORECASE,
+)
+_HEADS = re.compile(
+    r"(?<![\w.])(\d{1,4})\s*(?:attention\s+|attn\s+|vision\s+|query\s+)?heads?\b|"
+    r"\b(?:num_attention_heads|attention\s+heads|number\s+of\s+(?:attention\s+)?heads)"
+    r"\W{0,4}(\d{1,4})\b|"
+    r"(?<![A-Za-z0-9.])(\d{1,4})\s*个?\s*(?:注意力)?头(?!部|像|发)",
+    re.IGNORECASE,
+)
+_KV_HEADS = re.compile(r"(?:KV|key[- ]value|num_key_value)[\s_-]*heads", re.IGNORECASE)
+# The value after the word, a few words later at most ("gpu利用率默认参数为0.61",
+# "gpu_memory_utilization=1", "mem-util 0.82", "utilization of 0.3"). A percentage only after
+# words that name memory: "GPU utilization 100%" / "GPU利用率100%" is nvidia-smi's compute load.
+_MEMORY_UTIL_WORD = (
+    r"(?:gpu[\s_-]*memory[\s_-]*utili[sz]ation|mem(?:ory)?[\s_-]*util(?:i[sz]ation)?|显存利用率)"
+)
+_UTIL_WORD = rf"(?:{_MEMORY_UTIL_WORD}|gpu[\s_-]*util(?:i[sz]ation)?|gpu\s*利用率|利用率)"
+_FRACTION = r"(?<![\d.])(0?\.\d{1,3}|1(?:\.0+)?)(?![\d.%])"
+_UTILIZATION = re.compile(
+    rf"{_UTIL_WORD}[^\d\n.%]{{0,12}}?{_FRACTION}|"
+    rf"{_MEMORY_UTIL_WORD}[^\d\n.%]{{0,12}}?(?<![\d.])(\d{{2}})\s*%",
+    re.IGNORECASE,
+)
+# The sentence blames the value: cause words after it, or "too low / too small" before it.
+_BLAME = re.compile(
+    r"导致|造成|引起|太低|太小|过低|过小|偏低|不够|\btoo\s+(?:low|small)|\bcaus(?:es?|ing)\b|"
+    r"\bleads?\s+to\b|\bmakes?\b|\bresults?\s+in\b",
+    re.IGNORECASE,
+)
+# "too high" blames the value the other way: the sentence then names no low value to raise.
+_TOO_HIGH = re.compile(r"太高|过高|偏高|太大|过大|\btoo\s+(?:high|large|big|much)\b", re.IGNORECASE)
+# Words that say something went wrong, for a sentence that names a working setting.
+_TROUBLE = re.compile(
+    r"\bbug\b|\berrors?\b|\bfail|\bcrash|\bbroken\b|\bcliff\b|报错|错误|失败|崩溃|出错",
+    re.IGNORECASE,
+)
+_KV_DTYPES = r"fp8_e5m2|fp8_e4m3|fp8"
+# "working with fp8_e5m2", "works fine with --kv-cache-dtype fp8", "ok with enforce_eager",
+# "fixed by using --enforce-eager", "用fp8_e5m2正常/可以".
+_WORKS = (
+    r"(?:works?|working|worked|runs?|running|ok|okay|fine|fixed|solved|succeeds?|succeeded)"
+    r"(?:\s+(?:fine|well|ok|okay))?\s+(?:with|using|by\s+(?:using|setting|adding)|after\s+"
+    r"(?:setting|adding|using))\s+"
+)
+_WORKS_KV = re.compile(
+    rf"{_WORKS}(?:(?:--kv[-_]cache[-_]dtype|kv_cache_dtype)[\s=]*)?({_KV_DTYPES})\b|"
+    rf"(?:用|使用|改成|改为|设置)\s*(?:--kv[-_]cache[-_]dtype[\s=]*)?({_KV_DTYPES})\s*(?:后)?\s*"
+    r"(?:就)?(?:可以|正常|能跑|成功|解决)",
+    re.IGNORECASE,
+)
+_WORKS_EAGER = re.compile(
+    rf"{_WORKS}(?:--enforce[-_]eager|enforce_eager(?:\s*=\s*True)?|eager\s+mode)|"
+    r"(?:加上?|用|使用|设置)\s*(?:--enforce[-_]eager|enforce_eager)\s*(?:后)?\s*(?:就)?"
+    r"(?:可以|正常|能跑|成功|解决)",
+    re.IGNORECASE,
+)
+_NEGATED = re.compile(r"\b(?:not|n't|never|no longer|still\s+fails?)\s*$|不$|没$", re.IGNORECASE)
+_MEMORY_SHORT = re.compile(
+    r"显存(?:较少|少|小|不足|不够|有限|太小|不大)|爆显存|\bless\s+(?:GPU\s+)?(?:memory|VRAM)|"
+    r"\b(?:small|smaller|limited|low)\s+(?:GPU\s+memory|VRAM)\b|\bnot\s+enough\s+(?:GPU\s+memory|VRAM)|"
+    r"(?<![\w-])OOM|out\s+of\s+memory|\bdoes(?:n't|\s+not)\s+fit|放不下|装不下",
+    re.IGNORECASE,
+)
+_CANNOT_RUN = re.compile(
+    r"无法(?:部署|运行|启动|加载|使用)|用不起|用不了|跑不起来|跑不了|起不来|启动失败|部署失败|加载失败|"
+    r"\b(?:cannot|can't|can\s?not|unable\s+to|fails?\s+to|failed\s+to)\s+(?:be\s+)?"
+    r"(?:run|deploy|load|start|serve|launch|use|fit)|\bdoes(?:n't|\s+not)\s+(?:run|start|fit|load)",
+    re.IGNORECASE,
+)
+_CODE = re.compile(r"""^\s*(?:File\s+"|#|def\s|import\s|from\s\S+\s+import|raise\s|return\b)""")
+
+
+@dataclass(frozen=True)
+class WordFacts:
+    """What a person's words say about the setup; None / empty / False when they say nothing."""
+
+    gpu_counts: tuple[int, ...] = ()  # every count named, in order, once each
+    several_gpus: bool = False  # "multi-gpu", "多卡": more than one, no count
+    one_gpu_in_use: bool = False  # "1 gpu", "single GPU", "only the first GPU", "第一张卡"
+    heads: int | None = None  # attention heads named (one value, else None)
+    utilization: float | None = None  # gpu_memory_utilization named (one value, else None)
+    utilization_blamed: bool = False  # the sentence names that value as the cause
+    works_with: tuple[tuple[str, object], ...] = ()  # (engine arg, value) said to work
+    memory_short: bool = False  # GPU memory said to be short
+    cannot_run: bool = False  # the model said not to run / deploy / start
+    trouble: bool = False  # something said to go wrong ("[bug]", "error", "fails", "报错")
+    text: str = ""  # the words read (first line that had any of the above)
+
+    @property
+    def gpus_at_hand(self) -> int | None:
+        """The most GPUs the text says the machine has (None when it names no count)."""
+        return max(self.gpu_counts) if self.gpu_counts else None
+
+    @property
+    def one_gpu_of_several(self) -> bool:
+        """The text contrasts one GPU in use with several at hand ("OOM when 1 gpu, even
+        though I have multi-gpu", "第一张卡的显存...溢出，其他卡的显存不变")."""
+        return self.one_gpu_in_use and (self.several_gpus or any(n > 1 for n in self.gpu_counts))
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.gpu_counts
+            or self.several_gpus
+            or self.one_gpu_in_use
+            or self.heads is not None
+            or self.utilization is not None
+            or self.works_with
+            or self.memory_short
+            or self.cannot_run
+            or self.trouble
+        )
+
+
+def _number(token: str) -> int | None:
+    token = token.strip().lower()
+    if token.isdigit():
+        return int(token)
+    return _ZH_DIGITS.get(token) or _EN_NUMBERS.get(token)
+
+
+def _gpu_counts(text: str) -> tuple[int, ...]:
+    found: list[tuple[int, int]] = []  # (position, count)
+    for pattern in (_EN_COUNT, _TIMES_MODEL, _ZH_COUNT):
+        for match in pattern.finditer(text):
+            count = _number(match.group(1))
+            if count is not None and 0 < count <= _MAX_GPUS:
+                found.append((match.start(), count))
+    out: list[int] = []
+    for _, count in sorted(found):
+        if count not in out:
+            out.append(count)
+    return tuple(out)
+
+
+def _heads(text: str) -> int | None:
+    values = set()
+    for match in _HEADS.finditer(text):
+        if _KV_HEADS.search(text[max(0, match.start() - 20) : match.end()]):
+            continue  # KV heads set another limit; not the attention heads
+        raw = next(g for g in match.groups() if g is not None)
+        value = int(raw)
+        if 0 < value <= _MAX_HEADS:
+            values.add(value)
+    return values.pop() if len(values) == 1 else None
+
+
+def _utilization(text: str) -> tuple[float | None, bool]:
+    values: set[float] = set()
+    blamed = False
+    for match in _UTILIZATION.finditer(text):
+        fraction, percent = match.groups()
+        value = float(fraction) if fraction is not None else float(percent) / 100
+        if 0 < value <= 1:
+            values.add(round(value, 3))
+            around = text[max(0, match.start() - 12) : match.end() + 16]
+            blamed = blamed or bool(_BLAME.search(around))
+    if len(values) != 1:
+        return None, False
+    return values.pop(), blamed and not _TOO_HIGH.search(text)
+
+
+def _affirmed(pattern: re.Pattern[str], text: str) -> list[re.Match[str]]:
+    """Matches not negated just before ("not working with fp8", "没用")."""
+    return [m for m in pattern.finditer(text) if not _NEGATED.search(text[: m.start()].rstrip())]
+
+
+def _works_with(text: str) -> tuple[tuple[str, object], ...]:
+    out: list[tuple[str, object]] = []
+    kv = [next(g for g in m.groups() if g) for m in _affirmed(_WORKS_KV, text)]
+    if len({v.lower() for v in kv}) == 1:
+        out.append(("kv_cache_dtype", kv[0].lower()))
+    if _affirmed(_WORKS_EAGER, text):
+        out.append(("enforce_eager", True))
+    return tuple(out)
+
+
+def facts_of_text(text: object) -> WordFacts:
+    """The facts one piece of human text states. Never raises: anything not a str, a vLLM
+    log line (its logger prefix), a client's quoted text or a line of code states nothing."""
+    if not isinstance(text, str) or not text.strip():
+        return WordFacts()
+    words = text[:_MAX_CHARS]
+    try:
+        if split_prefix(words)[0] is not None or is_client_text(words) or _CODE.match(words):
+            return WordFacts()
+        utilization, blamed = _utilization(words)
+        counts = _gpu_counts(words)
+        return WordFacts(
+            gpu_counts=counts,
+            several_gpus=bool(_SEVERAL.search(words)),
+            one_gpu_in_use=1 in counts or bool(_ONE_IN_USE.search(words)),
+            heads=_heads(words),
+            utilization=utilization,
+            utilization_blamed=blamed,
+            works_with=_works_with(words),
+            memory_short=bool(_MEMORY_SHORT.search(words)),
+            cannot_run=bool(_CANNOT_RUN.search(words)),
+            trouble=bool(_TROUBLE.search(words)),
+            text=words.strip(),
+        )
+    except Exception:  # a reader of untrusted text must not stop the doctor
+        return WordFacts()
+
+
+def text_facts(
+    lines: Iterable[object], events: Sequence[LogEvent] = (), first_lineno: int = 1
+) -> WordFacts | None:
+    """The facts of the first line of words that states any, only when the log reader's
+    `events` hold no error (a real vLLM error line always wins, as in symptom_text) and the
+    line is not one the log reader recognised. None when no line states anything."""
+    if any(getattr(e, "severity", None) == "error" for e in events):
+        return None
+    known = {getattr(e, "lineno", None) for e in events}
+    for offset, line in enumerate(lines):
+        if first_lineno + offset in known:
+            continue
+        found = facts_of_text(line)
+        if found:
+            return found
+    return None
