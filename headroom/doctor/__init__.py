@@ -26,6 +26,7 @@ from headroom.doctor import (
     rules_startup,
     rules_topology,
     rules_upgrade,
+    rules_words,
 )
 from headroom.doctor.context import Context
 from headroom.doctor.findings import (
@@ -86,6 +87,7 @@ def all_rules():
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_preflight.RULES
+        + rules_words.RULES
     )
 
 

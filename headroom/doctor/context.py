@@ -20,6 +20,7 @@ from headroom.doctor.memory_model import (
 from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import default_utilization, effective_version, parse_version
 from headroom.probes.model import ModelShape
+from headroom.probes.symptom_facts import WordFacts, text_facts
 from headroom.probes.symptom_text import text_symptoms
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
 from headroom.probes.vllm_log_patterns import is_client_text
@@ -133,6 +134,16 @@ class Context:
         if not words:
             return found
         return sorted(found + words, key=lambda e: e.lineno or 0)
+
+    @cached_property
+    def words(self) -> WordFacts | None:
+        """What a person's words say beside the symptom (GPU counts, heads, a utilization
+        blamed, a setting said to work; probes.symptom_facts), only when the log reader found
+        no error line: None for a real vLLM log."""
+        found = list(getattr(self.digest, "events", None) or ())
+        lines = list(getattr(self.digest, "lines", None) or ())
+        first = max(getattr(self.digest, "line_count", len(lines)) - len(lines), 0) + 1
+        return text_facts(lines, found, first_lineno=first)
 
     @cached_property
     def facts(self) -> StartupFacts:

@@ -22,9 +22,13 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 _ID_ORDER = (
     "unrecognized-arguments",
     "tp-heads-not-divisible",
+    # heads the GPUs do not divide, said in words (rules_words): a layout error, like the above
+    "words-heads-over-gpus",
     # the weights alone not fitting outranks an OOM that also lists other processes: stopping
     # them would not make the model fit
     "cuda-oom-weights",
+    # an OOM said on one GPU of several (rules_words): the lowest TP, before the generic OOM
+    "words-one-gpu-of-several",
     "predicted-no-kv-memory",
     "world-size-too-large",
     "pp-unsupported",
@@ -43,6 +47,10 @@ _ID_ORDER = (
     "release-default-max-num-seqs",
     "release-default-changed",
     "no-cache-memory",
+    # the person's own words name the cause (rules_words): before the generic answers to a
+    # symptom said in words, which do not know what the rest of the sentence says
+    "words-low-utilization",
+    "words-works-with",
     "cuda-oom",
     "max-seq-len-exceeds-kv",
     "predicted-max-seq-len-exceeds-kv",
