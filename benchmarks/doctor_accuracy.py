@@ -1,6 +1,6 @@
 """How often `headroom doctor` names the fix that real public threads found (issue 12).
 
-    .venv/bin/python benchmarks/doctor_accuracy.py [--json] [--details train]
+    .venv/bin/python benchmarks/doctor_accuracy.py [--json] [--details train] [--split train]
 
 Each incident in tests/fixtures/incidents/ (one JSON file each, see SOURCES.md there) is run
 the way a new user would run it: its error text, verbatim from the thread, written to a file
@@ -25,6 +25,8 @@ may have taken the second; an incident whose answer is no knob counts as in the 
 
 Per-incident lines are printed only for the training split (`--details train`): rules are
 tuned on that split alone, and the validation split is only ever read as totals.
+`--split train` runs and prints the training split alone: what an engineer writing rules
+runs, so that not even the validation totals are seen while rules change.
 """
 
 from __future__ import annotations
@@ -257,7 +259,13 @@ def details(outcomes: list[Outcome], split: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    outcomes = evaluate(load_incidents())
+    incidents = load_incidents()
+    if "--split" in argv:
+        wanted = argv[argv.index("--split") + 1]
+        if wanted not in SPLITS:
+            raise SystemExit(f"--split takes one of {', '.join(SPLITS)}")
+        incidents = [i for i in incidents if i["split"] == wanted]
+    outcomes = evaluate(incidents)
     table = summarize(outcomes)
     if "--json" in argv:
         print(json.dumps(table, indent=2))
