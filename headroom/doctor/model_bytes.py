@@ -37,7 +37,8 @@ def mla_width(model) -> int | None:
 def kv_bytes_per_token(model, tp: int = 1, pp: int = 1, kv_cache_dtype: str = "auto") -> int:
     """KV bytes per token on the fullest GPU: 2 x layers in the stage x max(1, kv_heads // TP)
     x head_dim x dtype bytes. MLA models cache one latent per layer, not split by TP."""
-    layers = math.ceil(model.num_layers / max(pp, 1))
+    # hybrid models cache K/V only in their attention layers (kv_layers); PP splits them too
+    layers = math.ceil((getattr(model, "kv_layers", None) or model.num_layers) / max(pp, 1))
     nbytes = kv_dtype_bytes(kv_cache_dtype, model.dtype)
     mla = mla_width(model)
     if mla:
@@ -74,7 +75,18 @@ def compressed_tensors_bytes(config) -> float | None:
     return 1.0 if max(bits) >= 8 else 0.56
 
 
-def weight_bytes_per_param(quantization: str | None, dtype: str | None, config=None) -> float:
+# Integer-quantized checkpoints (AWQ, GPTQ, bitsandbytes, GGUF) hold their weights in `bits`
+# plus a 16-bit scale (and zero) per group of 128 or so: 4-bit weights take ~0.56 bytes.
+_GROUP_OVERHEAD = 0.06
+_INT_GROUPED = {"awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes", "gguf",
+                "compressed-tensors-w4"}  # fmt: skip
+
+
+def weight_bytes_per_param(
+    quantization: str | None, dtype: str | None, config=None, bits: int | None = None
+) -> float:
+    """Bytes a weight takes in this quantization; `bits` is the checkpoint's weight width
+    where known (a GPTQ-Int8 checkpoint is 1 byte a weight, an Int4 one 0.56)."""
     q = (quantization or "").lower()
     if q == "compressed-tensors":
         found = compressed_tensors_bytes(config)
@@ -82,8 +94,12 @@ def weight_bytes_per_param(quantization: str | None, dtype: str | None, config=N
             return found
     if "fp8" in q or "int8" in q or "w8" in q or q == "experts_int8":
         return 1.0
-    if q in {"awq", "gptq", "awq_marlin", "gptq_marlin", "bitsandbytes", "compressed-tensors-w4"}:
-        return 0.56  # 4-bit values plus group scales and zeros
+    if q in _INT_GROUPED:
+        if bits and 2 <= bits < 8:
+            return bits / 8 + _GROUP_OVERHEAD
+        if bits and bits >= 8:
+            return 1.0 if bits == 8 else float(dtype_bytes(dtype))
+        return 0.5 + _GROUP_OVERHEAD  # 4-bit, the width these methods are published in
     if "fp4" in q or "mxfp4" in q:
         return 0.53
     return float(dtype_bytes(dtype))
@@ -99,7 +115,11 @@ def weights_gib_per_gpu(model, tp: int, pp: int, quantization: str | None = None
         layer_bytes = total - embed_bytes
     else:
         config = getattr(model, "quantization_config", None)
-        layer_bytes = layers * weight_bytes_per_param(quant, model.dtype, config)
+        # the checkpoint's own bits count only for its own method (--quantization may name
+        # another: then that method's usual width)
+        own = quantization is None or quantization == getattr(model, "quantization", None)
+        bits = getattr(model, "quantization_bits", None) if own else None
+        layer_bytes = layers * weight_bytes_per_param(quant, model.dtype, config, bits)
         embed_bytes = embed * 2  # embeddings and lm_head stay in 16-bit when quantized
     if pp > 1:  # first stage holds the embedding, last the lm_head: the larger half counts
         embed_bytes = embed_bytes / (1 if getattr(model, "tie_word_embeddings", False) else 2)

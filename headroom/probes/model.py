@@ -79,6 +79,9 @@ class ModelShape:
     unread: tuple[str, ...] = ()  # core facts the config did not give (sizing needs them)
     assumed: tuple[str, ...] = ()  # facts taken from transformers' defaults for the model type
     modality_keys: tuple[str, ...] = ()  # vision_config / audio_config / is_encoder_decoder
+    # Hybrid models (linear attention or Mamba between attention layers): the layers that
+    # cache K/V per token; None = every layer does.
+    kv_layers: int | None = None
 
     @property
     def sizable(self) -> bool:
@@ -243,13 +246,14 @@ def kv_bytes_per_token(shape: ModelShape, cache_dtype_bytes: int = 2) -> int | N
         return None
     if shape.kv_lora_rank:
         return (
-            shape.num_layers
+            (shape.kv_layers or shape.num_layers)
             * (shape.kv_lora_rank + (shape.qk_rope_head_dim or 0))
             * cache_dtype_bytes
         )
     if not shape.num_kv_heads or not shape.head_dim:
         return None
-    return 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * cache_dtype_bytes
+    layers = shape.kv_layers or shape.num_layers
+    return 2 * layers * shape.num_kv_heads * shape.head_dim * cache_dtype_bytes
 
 
 def model_to_json(shape: ModelShape) -> dict[str, Any]:
