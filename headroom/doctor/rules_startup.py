@@ -19,6 +19,7 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.estimate_error import fit_range
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
+from headroom.doctor.rules_kv_pin import pinned_kv_start_failed
 from headroom.doctor.rules_no_cache import no_cache_memory
 from headroom.doctor.versions import cudagraph_in_budget, effective_version
 
@@ -285,4 +286,10 @@ def graphs_in_budget_eager(ctx, gap_gib: float | None) -> Action | None:
     )
 
 
-RULES = (max_seq_len_exceeds_kv, no_cache_memory, kv_capacity_thin, predicted_misfit)
+RULES = (
+    max_seq_len_exceeds_kv,
+    no_cache_memory,
+    pinned_kv_start_failed,
+    kv_capacity_thin,
+    predicted_misfit,
+)
