@@ -33,12 +33,9 @@ from dataclasses import dataclass
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.oom_numbers import foreign_gib, parse_oom
+from headroom.doctor.oom_weights import weights_do_not_fit
 from headroom.doctor.release_defaults import LARGE_GPU_GIB, SMALL_GPU_GIB
-from headroom.doctor.rules_oom import (
-    foreign_matters,
-    oom_phase,
-    weights_do_not_fit,
-)
+from headroom.doctor.rules_oom import foreign_matters, oom_phase
 from headroom.doctor.versions import batch_defaults, is_v1, parse_version
 
 MIB = 1 / 1024  # GiB

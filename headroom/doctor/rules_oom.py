@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from headroom.doctor import actions as A
-from headroom.doctor.candidate_actions import fix_actions
-from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
-from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.oom_numbers import foreign_gib, own_memory, parse_oom, too_little_left
+from headroom.doctor.oom_sizes import idle_gpus
+from headroom.doctor.oom_weights import weights_do_not_fit, weights_finding
 from headroom.doctor.release_defaults import V0_MAX_NUM_SEQS
-from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
+from headroom.doctor.rules_long_context import long_context
 from headroom.doctor.versions import is_v1, parse_version
 from headroom.probes.vllm_log import LogEvent
 
@@ -139,7 +138,7 @@ def cuda_oom(ctx) -> list[Finding]:
             )
         ]
     if phase == "weights" or weights_alone:
-        out.append(_weights_finding(ctx, evidence, weights_alone))
+        out.append(weights_finding(ctx, evidence, weights_alone))
     if foreign_matters(ctx, foreign, total := _number(nums, "total_gib")):
         # vLLM's share must leave the others' memory (and a little slack) on the GPU
         room = (total - foreign) / total - 0.03 if total and foreign else None
@@ -160,6 +159,10 @@ def cuda_oom(ctx) -> list[Finding]:
         )
     if out:
         return out
+    for by_size in (long_context, idle_gpus):
+        found = by_size(ctx, event, phase, evidence)
+        if found is not None:
+            return [found]
     seqs = ctx.knobs.max_num_seqs or (acc.max_num_seqs if acc else 256)
     batched = ctx.knobs.max_num_batched_tokens or (acc.batched_tokens if acc else 2048)
     if phase == "sampler":
@@ -255,132 +258,6 @@ def v0_whole_prompt_profile(ctx) -> bool:
         and ctx.knobs.max_num_batched_tokens is None
         and str(chunked).lower() not in {"true", "1", "yes", ""}
     )
-
-
-def weights_do_not_fit(ctx) -> str | None:
-    """The memory model's word that the weights alone do not fit these GPUs at this TP x PP:
-    then no other process, graph or batch setting is the root cause."""
-    acc = ctx.account
-    if acc is None:
-        return _weights_too_big_by_name(ctx)
-    if acc.weights_gib >= acc.gpu_usable_gib * A.MAX_UTILIZATION:
-        return (
-            f"the weights alone are {acc.weights_gib:.2f} GiB per GPU at TP {acc.tp} x PP "
-            f"{acc.pp}, more than {A.MAX_UTILIZATION} x {acc.gpu_usable_gib:.2f} GiB"
-        )
-    return None
-
-
-def _weights_too_big_by_name(ctx) -> str | None:
-    """Without the memory model's account: the weights (the parameter count in the model's
-    name, in the bytes --quantization or --dtype say; rules_preflight.sizing) against the GPU
-    size the OOM message names, else the described GPU (vLLM splits the weights over TP x
-    PP). Only a clear case counts: a share above the whole GPU."""
-    events = ctx.of("cuda_oom")
-    total = _number(events[0].fields, "total_gib") if events else None
-    where = "the OOM names"
-    if not total and ctx.gpu is not None:
-        total, where = ctx.gpu.min_usable_gib, "given (--gpus)"
-    sized = sizing(ctx)
-    if not total or sized is None:
-        return None
-    share = sized.per_gpu(ctx.knobs.tp, ctx.knobs.pp, ctx.knobs.quantization)
-    if share < total:
-        return None
-    return (
-        f"{sized.source}: {share:.1f} GiB per GPU at TP {ctx.knobs.tp} x PP {ctx.knobs.pp}, "
-        f"more than the {total:.2f} GiB GPU {where}"
-    )
-
-
-def _oom_gpu(ctx):
-    """The GPU spec to search on: the described one, else one of the size the OOM message
-    names (the count is unknown, so a full node of 8 is assumed and said)."""
-    if ctx.gpu is not None:
-        return ctx.gpu, True
-    events = ctx.of("cuda_oom")
-    total = events[0].fields.get("total_gib") if events else None
-    if not total:
-        return None, False
-    return parse_gpu_spec(f"8xGPU:{float(total):.2f}"), False
-
-
-def _weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Finding:
-    """The weights do not fit: the lowest TP (x PP) that holds them and one request, searched
-    against the memory model; a quantized checkpoint after it, and never for a checkpoint
-    that already is quantized."""
-    from dataclasses import replace as _replace
-
-    evidence = list(evidence)
-    acc = ctx.account
-    if weights_alone:
-        evidence.append(weights_alone)
-    elif acc is not None:
-        evidence.append(
-            f"estimate: {acc.weights_gib:.2f} GiB of weights per GPU at TP {acc.tp} "
-            f"on {acc.gpu_usable_gib:.2f} GiB GPUs"
-        )
-    why = "the weights alone do not fit this many GPUs"
-    # never a higher utilization: for a CUDA OOM that is the wrong way (the five-step table)
-    allow = frozenset({"tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
-                       "quantization"})  # fmt: skip
-    gpu, known = _oom_gpu(ctx)
-    acts: list[Action] = []
-    if ctx.model is not None and gpu is not None:
-        view = _GpuView(ctx, gpu)
-        acts, checked = fix_actions(view, why, allow=allow, step=1)
-        evidence += checked
-        if acts and not known:
-            evidence.append(
-                f"the GPU count is not known: searched on up to 8 GPUs of {gpu.usable_gib:.2f} GiB "
-                "(the size the OOM message names)"
-            )
-            acts = [_replace(a, why=f"{a.why} (if the node has {a.value} GPUs)")
-                    if a.knob == "tensor_parallel_size" else a for a in acts]  # fmt: skip
-    elif weights_alone and ctx.gpu is not None and (sized := sizing(ctx)) is not None:
-        # No config, but the name's size and the given GPUs: the lowest TP that holds the
-        # weights, or none on these GPUs (then no knob: a bigger GPU, said in the evidence).
-        tp = lowest_holding_tp(ctx, sized)
-        if tp is None:
-            evidence += no_tp_holds(ctx, why)
-            return Finding("cuda-oom-weights", 1, "error",
-                           "Out of GPU memory: the weights do not fit these GPUs at any TP",
-                           tuple(evidence))  # fmt: skip
-        acts = [Action("tensor_parallel_size", "raise", tp, f"{why}: TP {tp} holds them",
-                       "more GPUs, and an all-reduce on every layer", step=1)]  # fmt: skip
-    if not acts:
-        # Nothing to search with: more GPUs (TP) first, a quantized checkpoint second.
-        acts = [Action("tensor_parallel_size", "raise", None, why + ": spread them over more",
-                       "more GPUs, and an all-reduce on every layer")]  # fmt: skip
-        # model_read: a config too partial to size still says whether it is quantized
-        if not is_quantized(ctx.model_read, ctx.knobs):
-            acts.append(
-                Action(
-                    "quantization",
-                    "set",
-                    None,
-                    "a quantized checkpoint (FP8, AWQ, GPTQ) halves or quarters the weights",
-                    "some quality loss; needs a quantized checkpoint or an FP8-capable GPU",
-                )
-            )
-    return Finding(
-        "cuda-oom-weights",
-        1,
-        "error",
-        "Out of GPU memory while loading the weights",
-        tuple(evidence),
-        compact_actions(acts),
-    )
-
-
-class _GpuView:
-    """The context with another GPU spec (the OOM message's size when none was given)."""
-
-    def __init__(self, ctx, gpu) -> None:
-        self._ctx, self.gpu = ctx, gpu
-
-    def __getattr__(self, name):
-        return getattr(self._ctx, name)
 
 
 RULES = (cuda_oom,)

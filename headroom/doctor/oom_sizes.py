@@ -1,0 +1,106 @@
+"""What the sizes say about a CUDA OOM the log does not place.
+
+A bare OOM line, a title or a person's words do not say where memory ran out; the numbers
+the input carries can still decide between the causes public threads find, each answered
+the OOM's way (less memory per GPU, never a higher utilization):
+
+- idle GPUs: the input shows more GPUs (--gpus, CUDA_VISIBLE_DEVICES) than TP x PP x DP
+  uses, and the OOM says this process filled its GPU beyond vLLM's budget (total x
+  utilization) before the engine served anything. The weights and the start-up profile are
+  what fill a GPU past the budget before the KV cache exists, and both split over TP: raise
+  TP over the idle GPUs first (vllm#4417: "To enable usage of multiple GPUs, use the
+  tensor_parallel_size=<num_gpus> option"), lower the utilization second. Not when the
+  weights are known to take under half the budget (then the GPUs are not what is missing).
+- a long max_model_len the start-up profile runs whole: rules_long_context.py.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor import actions as A
+from headroom.doctor.findings import Action, Finding, compact_actions
+from headroom.doctor.oom_numbers import parse_oom, weights_per_gpu
+from headroom.doctor.rules_preflight import lowest_holding_tp, sizing
+
+_TP_COST = "more GPUs, and an all-reduce on every layer"
+
+
+def _number(fields, key: str) -> float | None:
+    value = fields.get(key)
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def gpus_at_hand(ctx) -> tuple[int, str] | None:
+    """The GPUs vLLM could use and which input says so: CUDA_VISIBLE_DEVICES on the command
+    line, else the described GPUs (--gpus, NVML) per node."""
+    cmd = ctx.inputs.command
+    for word in getattr(cmd, "launcher", ()) or ():
+        if str(word).startswith("CUDA_VISIBLE_DEVICES="):
+            devices = [d for d in str(word).split("=", 1)[1].split(",") if d.strip()]
+            return len(devices), f"CUDA_VISIBLE_DEVICES={','.join(devices)}"
+    if ctx.gpu is not None and ctx.gpu.count:
+        return ctx.gpu.count, f"{ctx.gpu.count} GPUs given"
+    return None
+
+
+def _world(ctx) -> tuple[int, str]:
+    knobs = ctx.knobs
+    dp = ctx.arg("data_parallel_size")
+    dp = int(dp) if isinstance(dp, int | str) and str(dp).isdigit() else 1
+    said = "the command's" if ctx.inputs.command is not None else "vLLM's default (no command)"
+    if ctx.inputs.command is None and getattr(ctx.facts, "tensor_parallel_size", None):
+        said = "the engine's config line"
+    return max(knobs.tp, 1) * max(knobs.pp, 1) * max(dp, 1), said
+
+
+def _held(line: str) -> float | None:
+    """What this process holds on the GPU the OOM names."""
+    nums = parse_oom(line)
+    if nums.this_process is not None:
+        return nums.this_process
+    if nums.listed:
+        return max(nums.listed)  # 2.1 lists this process among the others
+    return nums.torch_reserved
+
+
+def idle_gpus(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
+    """More GPUs at hand than TP x PP x DP uses, and this process filled its GPU past the
+    budget at start-up: spread the model over them (module docstring)."""
+    if phase not in ("unknown", "activation") or event.fields.get("from_words"):
+        return None
+    at_hand, world = gpus_at_hand(ctx), _world(ctx)
+    if at_hand is None or at_hand[0] <= world[0]:
+        return None
+    total = _number(event.fields, "total_gib") or (ctx.gpu.min_usable_gib if ctx.gpu else None)
+    held = _held(event.line)
+    if not total or held is None:
+        return None
+    budget = total * ctx.utilization
+    weights = weights_per_gpu(ctx)
+    if held < budget or (weights is not None and weights < 0.5 * budget):
+        return None
+    knobs = ctx.knobs
+    sized = sizing(ctx)
+    tp = lowest_holding_tp(ctx, sized) if sized is not None and ctx.gpu is not None else None
+    if sized is not None and ctx.gpu is not None and tp is None:
+        return None  # no TP on these GPUs holds the weights: the weights finding's case
+    why = (
+        f"{at_hand[1]} and TP {knobs.tp} x PP {knobs.pp} ({world[1]}) uses {world[0]}: "
+        "the weights and the start-up profile split over TP"
+    )
+    found = [
+        *evidence,
+        f"this process holds {held:.2f} GiB of {total:.2f} GiB, past vLLM's budget of "
+        f"{budget:.2f} GiB ({ctx.utilization:g} x total) with no sign in the log that the engine had started",
+        f"{at_hand[1]}; TP x PP x DP in force is {world[0]} ({world[1]})",
+    ]
+    if weights is None:
+        found.append(
+            "the model's size is not known: with small weights a lower utilization alone "
+            "fixes it, with large ones only more GPUs do (--model-config would decide)"
+        )
+    acts = [
+        Action("tensor_parallel_size", "raise", tp, why, _TP_COST, step=1),
+        A.lower_kv_memory(ctx, None, "more room outside vLLM's budget for what ran out"),
+    ]
+    title = f"Out of GPU memory on one GPU of {at_hand[0]}: TP {knobs.tp} leaves the rest idle"
+    return Finding("cuda-oom-idle-gpus", 1, "error", title, tuple(found), compact_actions(acts))

@@ -1,0 +1,163 @@
+"""A CUDA OOM whose cause is the weights: their share per GPU at this TP x PP does not fit.
+
+Then no other process, graph or batch setting is the root cause, and a CUDA OOM never wants
+a higher utilization (the five-step table): step 1 answers, with the lowest TP (x PP) that
+holds the weights and one request (searched against the memory model), a quantized
+checkpoint after it (never for one that already is quantized), or, when no TP on the given
+GPUs holds them, no knob at all (a GPU with more memory, said in the evidence).
+
+The weights "do not fit" when:
+- the memory model sizes them from the config (exact to a few per cent): their share is at
+  least vLLM's budget, CUDA total x gpu_memory_utilization in force (nothing is left for the
+  activation peak and the KV cache; raising the utilization is the KV shortage's knob, not an
+  OOM's), or at least MAX_UTILIZATION x total whatever the utilization;
+- only the parameter count in the name sizes them (coarse: "7B" is 6.7-7.6 billion): their
+  share is above the whole GPU the OOM message names (else the one --gpus describes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from headroom.doctor import actions as A
+from headroom.doctor.candidate_actions import fix_actions
+from headroom.doctor.candidates import is_quantized
+from headroom.doctor.findings import Action, Finding, compact_actions
+from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
+
+WHY = "the weights alone do not fit this many GPUs"
+TP_COST = "more GPUs, and an all-reduce on every layer"
+
+
+def _oom_total(ctx) -> float | None:
+    events = ctx.of("cuda_oom")
+    value = events[0].fields.get("total_gib") if events else None
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def weights_do_not_fit(ctx) -> str | None:
+    """Why the weights alone do not fit these GPUs at this TP x PP, or None (see the module
+    docstring for when they do not)."""
+    acc = ctx.account
+    if acc is None:
+        return _weights_too_big_by_name(ctx)
+    where = f"per GPU at TP {acc.tp} x PP {acc.pp}"
+    if acc.weights_gib >= acc.gpu_usable_gib * A.MAX_UTILIZATION:
+        return (
+            f"the weights alone are {acc.weights_gib:.2f} GiB {where}, more than "
+            f"{A.MAX_UTILIZATION} x {acc.gpu_usable_gib:.2f} GiB"
+        )
+    if acc.kv_budget_knob == "gpu_memory_utilization" and acc.weights_gib >= acc.budget_gib:
+        return (
+            f"the weights alone are {acc.weights_gib:.2f} GiB {where}, at least vLLM's budget "
+            f"of {acc.budget_gib:.2f} GiB ({acc.utilization:g} x {acc.gpu_usable_gib:.2f} GiB): "
+            "nothing is left for the activation peak and the KV cache"
+        )
+    return None
+
+
+def _weights_too_big_by_name(ctx) -> str | None:
+    """Without the memory model's account: the weights (the parameter count in the model's
+    name, in the bytes --quantization or --dtype say; rules_preflight.sizing) against the GPU
+    size the OOM message names, else the described GPU (vLLM splits the weights over TP x
+    PP). Only a clear case counts: a share above the whole GPU."""
+    total, where = _oom_total(ctx), "the OOM names"
+    if not total and ctx.gpu is not None:
+        total, where = ctx.gpu.min_usable_gib, "given (--gpus)"
+    sized = sizing(ctx)
+    if not total or sized is None:
+        return None
+    share = sized.per_gpu(ctx.knobs.tp, ctx.knobs.pp, ctx.knobs.quantization)
+    if share < total:
+        return None
+    return (
+        f"{sized.source}: {share:.1f} GiB per GPU at TP {ctx.knobs.tp} x PP {ctx.knobs.pp}, "
+        f"more than the {total:.2f} GiB GPU {where}"
+    )
+
+
+def _oom_gpu(ctx):
+    """The GPU spec to search on: the described one, else one of the size the OOM message
+    names (the count is unknown, so a full node of 8 is assumed and said)."""
+    if ctx.gpu is not None:
+        return ctx.gpu, True
+    total = _oom_total(ctx)
+    if not total:
+        return None, False
+    return parse_gpu_spec(f"8xGPU:{total:.2f}"), False
+
+
+def weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Finding:
+    """The weights do not fit: the lowest TP (x PP) that holds them and one request, searched
+    against the memory model; a quantized checkpoint after it, and never for a checkpoint
+    that already is quantized."""
+    evidence = list(evidence)
+    acc = ctx.account
+    if weights_alone:
+        evidence.append(weights_alone)
+    elif acc is not None:
+        evidence.append(
+            f"estimate: {acc.weights_gib:.2f} GiB of weights per GPU at TP {acc.tp} "
+            f"on {acc.gpu_usable_gib:.2f} GiB GPUs"
+        )
+    # never a higher utilization: for a CUDA OOM that is the wrong way (the five-step table)
+    allow = frozenset({"tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
+                       "quantization"})  # fmt: skip
+    gpu, known = _oom_gpu(ctx)
+    acts: list[Action] = []
+    if ctx.model is not None and gpu is not None:
+        view = GpuView(ctx, gpu)
+        acts, checked = fix_actions(view, WHY, allow=allow, step=1)
+        evidence += checked
+        if acts and not known:
+            evidence.append(
+                f"the GPU count is not known: searched on up to 8 GPUs of {gpu.usable_gib:.2f} GiB "
+                "(the size the OOM message names)"
+            )
+            acts = [replace(a, why=f"{a.why} (if the node has {a.value} GPUs)")
+                    if a.knob == "tensor_parallel_size" else a for a in acts]  # fmt: skip
+    elif weights_alone and ctx.gpu is not None and (sized := sizing(ctx)) is not None:
+        # No config, but the name's size and the given GPUs: the lowest TP that holds the
+        # weights, or none on these GPUs (then no knob: a bigger GPU, said in the evidence).
+        tp = lowest_holding_tp(ctx, sized)
+        if tp is None:
+            evidence += no_tp_holds(ctx, WHY)
+            return Finding("cuda-oom-weights", 1, "error",
+                           "Out of GPU memory: the weights do not fit these GPUs at any TP",
+                           tuple(evidence))  # fmt: skip
+        acts = [Action("tensor_parallel_size", "raise", tp, f"{WHY}: TP {tp} holds them",
+                       TP_COST, step=1)]  # fmt: skip
+    if not acts:
+        # Nothing to search with: more GPUs (TP) first, a quantized checkpoint second.
+        acts = [Action("tensor_parallel_size", "raise", None, WHY + ": spread them over more",
+                       TP_COST)]  # fmt: skip
+        # model_read: a config too partial to size still says whether it is quantized
+        if not is_quantized(ctx.model_read, ctx.knobs):
+            acts.append(
+                Action(
+                    "quantization",
+                    "set",
+                    None,
+                    "a quantized checkpoint (FP8, AWQ, GPTQ) halves or quarters the weights",
+                    "some quality loss; needs a quantized checkpoint or an FP8-capable GPU",
+                )
+            )
+    return Finding(
+        "cuda-oom-weights",
+        1,
+        "error",
+        "Out of GPU memory while loading the weights",
+        tuple(evidence),
+        compact_actions(acts),
+    )
+
+
+class GpuView:
+    """The context with another GPU spec (the OOM message's size when none was given)."""
+
+    def __init__(self, ctx, gpu) -> None:
+        self._ctx, self.gpu = ctx, gpu
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)

@@ -1,0 +1,229 @@
+"""A CUDA OOM the log does not place, decided by the sizes the input carries
+(headroom/doctor/oom_sizes.py, oom_weights.py, oom_lengths.py, rules_long_context.py).
+
+Texts: the threads' own pastes (tests/fixtures/incidents, train split, read by id), vLLM's
+own warning (vllm/engine/arg_utils.py, 0.5.4-0.7.3: "The model has a long context length ...")
+and the 0.2/0.3 engine config line (vllm-project/vllm#1559's paste)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from support.fixtures import read_fixture
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.doctor.context import Context
+from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.model_table import find_model
+from headroom.doctor.oom_lengths import (
+    context_from_name,
+    derived_length,
+    long_name_shape,
+    whole_prompt_profile,
+)
+from headroom.vllm_cmd import parse_command
+
+
+def _incident_log(name: str) -> str:
+    incident = json.loads(read_fixture("incidents", f"{name}.json"))
+    assert incident["split"] == "train"
+    return incident["log"]
+
+
+# vllm#4417: PyTorch 2.2+ wording, one process named (this one), 46.14 of 47.54 GiB
+FULL_A6000 = _incident_log("vllm-project--vllm--4417")
+# functionary#88: torch 2.1 ("capacty"), GPU 1 of a TP 2 pair, 47.32 of 47.54 GiB
+FULL_A6000_TP2 = _incident_log("meetkai--functionary--88")
+# gpustack#1342's title: a person's words
+SAID_1M = _incident_log("gpustack--gpustack--1342")
+# vllm#1559: the 0.2/0.3 engine config line with a rope-scaled length
+ENGINE_LINE_524K = _incident_log("vllm-project--vllm--1559")
+# vllm/engine/arg_utils.py (0.5.4 .. 0.7.3), logged as a WARNING when chunked prefill stays off
+LONG_WARNING = (
+    "WARNING 05-06 10:00:00 arg_utils.py:1023] The model has a long context length (131072). "
+    "This may cause OOM errors during the initial memory profiling phase, or result in low "
+    "performance due to small KV cache space. Consider setting --max-model-len to a smaller "
+    "value."
+)
+
+
+def _findings(log: str, argv: list[str] | None = None, gpus: str | None = None, **kw):
+    inputs = DoctorInputs(
+        log=log,
+        command=parse_command(argv) if argv else None,
+        gpu_spec=parse_gpu_spec(gpus) if gpus else None,
+        **kw,
+    )
+    return diagnose(inputs).findings
+
+
+def _turns(finding) -> list[tuple[str, str]]:
+    return [(a.knob, a.direction) for a in finding.actions]
+
+
+# -- idle GPUs ---------------------------------------------------------------------------
+
+
+def test_a_full_gpu_with_seven_idle_raises_tp_first_and_lowers_utilization_second():
+    top = _findings(FULL_A6000, gpus="8xA6000")[0]
+    assert top.id == "cuda-oom-idle-gpus" and top.step == 1
+    assert _turns(top)[:2] == [
+        ("tensor_parallel_size", "raise"),
+        ("gpu_memory_utilization", "lower"),
+    ]
+    assert any("46.14 GiB" in e for e in top.evidence)
+
+
+def test_no_idle_gpus_no_spreading():
+    for gpus, argv in (
+        ("1xA6000", None),
+        ("8xA6000", ["vllm", "serve", "some-org/some-model", "-tp", "8"]),
+        ("8xA6000", ["vllm", "serve", "some-org/some-model", "-tp", "4", "-pp", "2"]),
+    ):
+        found = _findings(FULL_A6000, argv, gpus)
+        assert found[0].id != "cuda-oom-idle-gpus", (gpus, argv)
+        assert ("gpu_memory_utilization", "lower") in _turns(found[0])
+
+
+def test_cuda_visible_devices_counts_the_gpus_at_hand():
+    argv = ["env", "CUDA_VISIBLE_DEVICES=0,1,2,3", "vllm", "serve", "some-org/some-model"]
+    top = _findings(FULL_A6000, argv)[0]
+    assert top.id == "cuda-oom-idle-gpus"
+    one = ["env", "CUDA_VISIBLE_DEVICES=0", "vllm", "serve", "some-org/some-model"]
+    assert _findings(FULL_A6000, one, "8xA6000")[0].id != "cuda-oom-idle-gpus"
+
+
+def test_small_known_weights_are_not_helped_by_more_gpus():
+    """Qwen2-7B's ~14 GiB is under half the budget of a 48 GiB GPU: the idle GPUs are not
+    what is missing, the table's OOM order stands."""
+    top = _findings(FULL_A6000, ["vllm", "serve", "Qwen/Qwen2-7B"], "8xA6000")[0]
+    assert top.id != "cuda-oom-idle-gpus"
+    assert not any(knob == "tensor_parallel_size" for knob, _ in _turns(top))
+
+
+def test_a_process_within_its_budget_is_not_spread():
+    within = FULL_A6000.replace("Process 876965 has 46.14 GiB", "Process 876965 has 30.00 GiB")
+    assert _findings(within, gpus="8xA6000")[0].id != "cuda-oom-idle-gpus"
+
+
+# -- weights against the budget in force -------------------------------------------------
+
+
+def test_weights_over_the_budget_in_force_are_step_one_never_a_higher_utilization():
+    """A Mixtral-8x7B shape (functionary-medium) at TP 2 on two A6000: 43.5 GiB per GPU, past
+    0.9 x 47.2 GiB. Below 0.95 x total, but a CUDA OOM never wants a higher utilization."""
+    argv = ["vllm", "serve", "mistralai/Mixtral-8x7B-Instruct-v0.1", "-tp", "2"]
+    found = _findings(FULL_A6000_TP2, argv, "2xA6000")
+    assert found[0].id == "cuda-oom-weights" and found[0].step == 1
+    assert any("vLLM's budget" in e for e in found[0].evidence)
+    assert not any(
+        (a.knob, a.direction) == ("gpu_memory_utilization", "raise")
+        for f in found
+        for a in f.actions
+    )
+    # at TP 4 the share is ~22 GiB: not the weights
+    argv4 = [*argv[:-1], "4"]
+    assert _findings(FULL_A6000_TP2, argv4, "4xA6000")[0].id != "cuda-oom-weights"
+
+
+# -- the max_model_len in force and the release's profile --------------------------------
+
+
+def test_a_1m_model_said_to_oom_lowers_max_model_len_and_leaves_the_utilization():
+    top = _findings(SAID_1M)[0]
+    assert top.id == "cuda-oom-long-context" and top.step == 4
+    assert _turns(top) == [("max_model_len", "lower")]
+    assert top.actions[0].value == 32768
+    assert any("40.00 GiB of KV cache" in e for e in top.evidence)  # glm-4-9b's 40 KiB/token
+
+
+def test_a_gpu_that_holds_the_long_length_is_not_told_to_cut_it():
+    """One request of 1M tokens (40 GiB) and the weights (17.5 GiB) fit an H200's budget."""
+    found = _findings(SAID_1M, gpus="1xH200")
+    assert not any(f.id == "cuda-oom-long-context" for f in found)
+
+
+def test_an_engine_line_of_0_3_with_a_rope_scaled_length_warns_before_any_oom():
+    top = _findings(ENGINE_LINE_524K)[0]
+    assert top.id == "preflight-long-context-profile" and top.step == 4
+    assert _turns(top) == [("max_model_len", "lower")]
+    assert any("0.2-0.3" in e for e in top.evidence)
+
+
+def test_no_warning_when_the_profile_is_bounded_or_the_length_short():
+    line = ENGINE_LINE_524K
+    for argv in (
+        ["vllm", "serve", "NousResearch/Yarn-Mistral-7b-128k", "--enable-chunked-prefill"],
+        ["vllm", "serve", "NousResearch/Yarn-Mistral-7b-128k", "--max-num-batched-tokens", "4096"],
+    ):
+        assert not any(f.id.startswith("preflight-long") for f in _findings(line, argv))
+    short = line.replace("max_seq_len=524288", "max_seq_len=32768")
+    assert not any(f.id.startswith("preflight-long") for f in _findings(short))
+    # a V1 release profiles max_num_batched_tokens
+    found = _findings(line, vllm_version="0.8.5")
+    assert not any(f.id.startswith("preflight-long") for f in found)
+
+
+def _ctx(argv=None, version=None, log=""):
+    cmd = parse_command(argv) if argv else None
+    return Context(DoctorInputs(log=log, command=cmd, vllm_version=version))
+
+
+@pytest.mark.parametrize(
+    ("version", "argv", "tokens", "whole"),
+    [
+        ("0.4.3", None, 65536, True),  # before PR #6666: never chunked by itself
+        ("0.5.5", None, 65536, False),  # chunked above 32K
+        ("0.5.5", None, 32768, True),  # not above 32K: max(max_model_len, 2048)
+        ("0.5.5", ["vllm", "serve", "m", "--enable-prefix-caching"], 65536, True),
+        ("0.6.4", ["vllm", "serve", "m", "--enable-prefix-caching"], 65536, False),
+        ("0.6.4", ["vllm", "serve", "m", "--enable-lora"], 65536, True),
+        ("0.8.5", None, 131072, False),  # V1
+        ("0.10.2", ["vllm", "serve", "m", "--no-enable-chunked-prefill"], 131072, True),
+        (None, None, 131072, None),
+    ],
+)
+def test_whole_prompt_profile_follows_each_release(version, argv, tokens, whole):
+    assert whole_prompt_profile(_ctx(argv, version), tokens)[0] is whole
+
+
+def test_a_multimodal_model_is_left_unchunked_from_0_6_3():
+    argv = ["vllm", "serve", "openbmb/MiniCPM-V-2_6"]
+    assert whole_prompt_profile(_ctx(argv, "0.6.4"), 65536)[0] is True
+    assert whole_prompt_profile(_ctx(argv, "0.5.5"), 65536)[0] is False
+
+
+def test_vllms_own_warning_says_the_profile_is_whole():
+    assert whole_prompt_profile(_ctx(log=LONG_WARNING), 131072)[0] is True
+
+
+def test_the_derived_length_applies_rope_scaling_as_vllm_does():
+    base = find_model("Mistral-7B-v0.1")
+    assert base is not None
+    from dataclasses import replace
+
+    yarn = replace(base, rope_scaling={"type": "yarn", "factor": 4.0,
+                                       "original_max_position_embeddings": 32768})  # fmt: skip
+    assert derived_length(yarn) == 131072
+    llama3 = replace(base, rope_scaling={"rope_type": "llama3", "factor": 8.0})
+    assert derived_length(llama3) == 32768  # vLLM leaves llama3 scaling out
+    linear = replace(base, rope_scaling={"type": "linear", "factor": 2.0})
+    assert derived_length(linear) == 65536
+
+
+def test_a_long_context_name_finds_its_base_shape():
+    shape = long_name_shape("NousResearch/Yarn-Mistral-7b-128k")
+    assert shape is not None and shape.max_position_embeddings == 131072
+    assert shape.hidden_size == find_model("Mistral-7B").hidden_size
+    assert long_name_shape("some-org/Unknown-7b-128k") is None
+    assert context_from_name("glm-4-9b-chat-1m") == 1024 * 1024
+    assert context_from_name("Llama-2-7b-hf") is None
+
+
+@given(st.text(max_size=80))
+def test_context_from_name_never_raises(text):
+    found = context_from_name(text)
+    assert found is None or (isinstance(found, int) and found >= 4096)
