@@ -183,6 +183,15 @@ def test_names_people_write_find_the_row(written, row, quant):
     assert found.quantization == quant
 
 
+def test_llama_generations_keep_their_own_lengths():
+    # LLaMA 2048, Llama 2 4096, Llama 3 8192, Llama 3.1 131072: a name finds its generation's
+    assert find_model("lmsys/vicuna-7b-v1.3").max_position_embeddings == 2048  # LLaMA-based
+    assert find_model("lmsys/vicuna-7b-v1.5").max_position_embeddings == 4096  # Llama 2-based
+    assert find_model("meta-llama/Meta-Llama-3-8B-Instruct").max_position_embeddings == 8192
+    assert find_model("meta-llama/Meta-Llama-3.1-8B-Instruct").max_position_embeddings == 131072
+    assert find_model("huggyllama/llama-30b").num_attention_heads == 52
+
+
 def test_a_release_tag_finds_its_own_row_before_the_base_one():
     assert find_model("Qwen/Qwen3-4B-Instruct-2507").max_position_embeddings == 262144
     assert find_model("Qwen/Qwen3-4B").max_position_embeddings == 40960
@@ -191,7 +200,6 @@ def test_a_release_tag_finds_its_own_row_before_the_base_one():
 
 def test_an_unknown_name_is_still_unknown():
     assert find_model("acme/NotAModel-7B") is None
-    assert find_model("lmsys/vicuna-7b-v1.3") is None  # LLaMA 1 based: no row, no guess
     assert find_model("v2") is None
     assert find_model("Qwen/Qwen2.5-VL-3000B") is None
 
