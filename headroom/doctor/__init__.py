@@ -16,6 +16,7 @@ from headroom.doctor import (
     rules_compat,
     rules_defaults,
     rules_gpu,
+    rules_hang,
     rules_long_context,
     rules_memory_gate,
     rules_multinode,
@@ -87,6 +88,7 @@ def all_rules():
         + rules_catalog_config.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
+        + rules_hang.RULES
         + rules_preflight.RULES
         + rules_long_context.RULES
         + rules_words.RULES

@@ -25,7 +25,15 @@ Origins (how the text reaches a log, which decides how it is checked, see `class
 
 from __future__ import annotations
 
-from headroom.probes.vllm_catalog import client, failures, limits, multinode, runtime, startup
+from headroom.probes.vllm_catalog import (
+    client,
+    comms,
+    failures,
+    limits,
+    multinode,
+    runtime,
+    startup,
+)
 from headroom.probes.vllm_catalog.provenance import PROVENANCE
 from headroom.probes.vllm_catalog.signature import NOT_CONFIG, PREFIX_FORMS, RELEASES, Signature
 
@@ -54,6 +62,7 @@ def _with_provenance(sig: Signature) -> Signature:
 
 
 _ENTRIES = (
-    *client.ENTRIES, *startup.ENTRIES, *limits.ENTRIES, *failures.ENTRIES, *multinode.ENTRIES, *runtime.ENTRIES
+    *client.ENTRIES, *startup.ENTRIES, *limits.ENTRIES, *failures.ENTRIES, *multinode.ENTRIES, *runtime.ENTRIES,
+    *comms.ENTRIES
 )  # fmt: skip
 SIGNATURES: tuple[Signature, ...] = tuple(_with_provenance(s) for s in _ENTRIES)

@@ -922,5 +922,71 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         ('ray_utils.py', 'worker_base.py'),
     ),
+    'mp_worker_ready': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        (
+            '0.4.3: vllm/executor/multiproc_worker_utils.py:214',
+        ),
+        ('multiproc_worker_utils.py',),
+    ),
+    'message_queue_handle': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/distributed/device_communicators/shm_broadcast.py:235',
+        ),
+        ('shm_broadcast.py',),
+    ),
+    'torch_distributed_init': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.4.3: vllm/distributed/parallel_state.py:89',
+        ),
+        ('parallel_state.py',),
+    ),
+    'nccl_library_found': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.4.3: vllm/utils.py:609, vllm/utils.py:618',
+            '0.9.2: vllm/utils/__init__.py:1143, vllm/utils/__init__.py:1152',
+            '0.32.0: vllm/utils/nccl.py:28, vllm/utils/nccl.py:37',
+        ),
+        ('__init__.py', 'nccl.py', 'utils.py'),
+    ),
+    'pynccl_version': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.4.3: vllm/distributed/device_communicators/pynccl.py:65',
+        ),
+        ('pynccl.py',),
+    ),
+    'p2p_access_cache': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.4.3: vllm/distributed/device_communicators/custom_all_reduce_utils.py:169, vllm/distributed/device_communicators/custom_all_reduce_utils.py:179',
+            '0.10.2: vllm/distributed/device_communicators/all_reduce_utils.py:241, vllm/distributed/device_communicators/all_reduce_utils.py:279',
+        ),
+        ('all_reduce_utils.py', 'custom_all_reduce_utils.py'),
+    ),
+    'p2p_check_skipped': (
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.6.4.post1: vllm/distributed/device_communicators/custom_all_reduce.py:35',
+        ),
+        ('custom_all_reduce.py',),
+    ),
+    'allreduce_backends': (
+        ('0.32.0', '0.33.0'),
+        (
+            '0.32.0: vllm/distributed/device_communicators/cuda_communicator.py:354',
+        ),
+        ('cuda_communicator.py',),
+    ),
+    'parallel_groups_ready': (
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        (
+            '0.8.5: vllm/distributed/parallel_state.py:1005',
+        ),
+        ('parallel_state.py',),
+    ),
 }
 # fmt: on
