@@ -49,6 +49,8 @@ _LONG_CONTEXT_WARNING = re.compile(
 # The engine's config line before 0.4 carried no release: "Initializing an LLM engine with
 # config:" (0.2.7 and 0.3.3 llm_engine.py); from 0.4 "Initializing an LLM engine (v0.4.3) ..."
 _PRE_04_ENGINE_LINE = "Initializing an LLM engine with config:"
+# A model id in a sentence: "ModelScope/ZhipuAI/glm-4-9b-chat-1m", "Qwen2-7B"
+_MODEL_WORD = re.compile(r"[A-Za-z][\w.]*(?:[-/][\w.]+)+")
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,16 @@ def long_name_shape(name: str):
         base = find_model(candidate) if candidate else None
         if base is not None and params_b_from_name(candidate) == params:
             return replace(base, name=last, max_position_embeddings=tokens, rope_scaling=None)
+    return None
+
+
+def model_in_words(text: str) -> str | None:
+    """A model id a sentence names (one the table knows, or that carries a size or a
+    context in its name), or None."""
+    for word in _MODEL_WORD.findall(text or ""):
+        last = word.rstrip("/.").split("/")[-1]
+        if long_name_shape(last) or params_b_from_name(last) or context_from_name(last):
+            return word.rstrip("/.")
     return None
 
 

@@ -70,6 +70,11 @@ def idle_gpus(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
     at_hand, world = gpus_at_hand(ctx), _world(ctx)
     if at_hand is None or at_hand[0] <= world[0]:
         return None
+    index = event.fields.get("gpu")
+    if isinstance(index, int) and index >= world[0]:
+        # The OOM is on a GPU past the ranks TP x PP x DP in force would use (a worker of a
+        # larger TP, or a GPU CUDA_VISIBLE_DEVICES reordered): the TP in force is not known.
+        return None
     total = _number(event.fields, "total_gib") or (ctx.gpu.min_usable_gib if ctx.gpu else None)
     held = _held(event.line)
     if not total or held is None:

@@ -23,8 +23,6 @@ not the cause. Without them the evidence says what it would take.
 
 from __future__ import annotations
 
-import re
-
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.memory_model import activation_gib
@@ -32,16 +30,13 @@ from headroom.doctor.model_bytes import GIB, kv_bytes_per_token, weights_gib_per
 from headroom.doctor.oom_lengths import (
     LONG_CONTEXT,
     Length,
-    context_from_name,
     length_in_force,
     long_name_shape,
+    model_in_words,
     whole_prompt_profile,
 )
-from headroom.doctor.rules_parallel import params_b_from_name
 from headroom.doctor.rules_preflight import model_name
 
-# A model id in a sentence: "ModelScope/ZhipuAI/glm-4-9b-chat-1m", "Qwen2-7B"
-_MODEL_WORD = re.compile(r"[A-Za-z][\w.]*(?:[-/][\w.]+)+")
 # Log kinds that show the engine got past the start-up profile (it sized a KV cache or served)
 _PROFILED = frozenset(
     {
@@ -51,16 +46,6 @@ _PROFILED = frozenset(
     }
 )  # fmt: skip
 _WHY = "the start-up profile (or the KV cache) must hold one request of max_model_len"
-
-
-def model_in_words(text: str) -> str | None:
-    """A model id a sentence names (one the table knows, or that carries a size or a
-    context in its name), or None."""
-    for word in _MODEL_WORD.findall(text or ""):
-        last = word.rstrip("/.").split("/")[-1]
-        if long_name_shape(last) or params_b_from_name(last) or context_from_name(last):
-            return word.rstrip("/.")
-    return None
 
 
 def _long_need(ctx, shape, length: Length, whole: bool | None) -> tuple[float, str] | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
+from headroom.doctor.oom_lengths import length_in_force
 from headroom.doctor.oom_numbers import foreign_gib, own_memory, parse_oom, too_little_left
 from headroom.doctor.oom_sizes import idle_gpus
 from headroom.doctor.oom_weights import weights_do_not_fit, weights_finding
@@ -204,9 +205,8 @@ def cuda_oom(ctx) -> list[Finding]:
         # profile only when the allocation has the size of a whole-prompt tensor: once the KV
         # cache holds the budget, what fails is a small one (tens or hundreds of MiB).
         phase = "activation"
-        length = ctx.knobs.max_model_len or (
-            ctx.model_read.max_position_embeddings if ctx.model_read else None
-        )
+        in_force = length_in_force(ctx)  # the flag, the engine's config line, the model's own
+        length = in_force.tokens if in_force is not None else None
         acts = [
             A.lower_max_model_len(length // 2, "V0 profiles one whole max_model_len prefill")
             if length

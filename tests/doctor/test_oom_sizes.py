@@ -96,6 +96,13 @@ def test_cuda_visible_devices_counts_the_gpus_at_hand():
     assert _findings(FULL_A6000, one, "8xA6000")[0].id != "cuda-oom-idle-gpus"
 
 
+def test_an_oom_on_a_later_rank_does_not_say_tp_1():
+    """ "GPU 3 has ..." with no command: the OOM is a worker of some larger TP (or DP), so
+    the TP in force is not known and nothing says GPUs sit idle."""
+    rank3 = FULL_A6000.replace("GPU 0 has a total", "GPU 3 has a total")
+    assert _findings(rank3, gpus="8xA6000")[0].id != "cuda-oom-idle-gpus"
+
+
 def test_small_known_weights_are_not_helped_by_more_gpus():
     """Qwen2-7B's ~14 GiB is under half the budget of a 48 GiB GPU: the idle GPUs are not
     what is missing, the table's OOM order stands."""
