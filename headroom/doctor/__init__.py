@@ -29,6 +29,7 @@ from headroom.doctor import (
     rules_topology,
     rules_upgrade,
     rules_words,
+    rules_words_fix,
 )
 from headroom.doctor.context import Context
 from headroom.doctor.findings import (
@@ -92,6 +93,7 @@ def all_rules():
         + rules_preflight.RULES
         + rules_long_context.RULES
         + rules_words.RULES
+        + rules_words_fix.RULES
     )
 
 

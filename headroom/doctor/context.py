@@ -19,6 +19,7 @@ from headroom.doctor.memory_model import (
 )
 from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import default_utilization, effective_version, parse_version
+from headroom.doctor.words_setup import gpu_from_words, model_from_words
 from headroom.probes.model import ModelShape
 from headroom.probes.symptom_facts import WordFacts, text_facts
 from headroom.probes.symptom_text import text_symptoms
@@ -185,7 +186,9 @@ class Context:
         cmd = self.inputs.command
         name = getattr(cmd, "model", None) if cmd is not None else None
         name = name or getattr(self.facts, "model", None)
-        return find_model(str(name)) if name else None
+        if name:
+            return find_model(str(name))
+        return model_from_words(self.words)  # a log of words: the model its text names
 
     @cached_property
     def model(self) -> ModelShape | None:
@@ -195,7 +198,11 @@ class Context:
 
     @cached_property
     def gpu(self) -> GpuSpec | None:
-        return self.inputs.gpu_spec or spec_from_snapshot(self.inputs.gpus)
+        found = self.inputs.gpu_spec or spec_from_snapshot(self.inputs.gpus)
+        if found is not None or self.inputs.gpu_count:
+            return found
+        # a log of words: the GPUs its text names (words_setup)
+        return gpu_from_words(self.words, self.knobs.tp, self.knobs.pp)
 
     @cached_property
     def account(self) -> MemoryAccount | None:

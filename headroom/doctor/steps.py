@@ -21,6 +21,8 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 # Start-up order of vLLM: config checks, the memory gate, weight loading, profiling, KV sizing.
 _ID_ORDER = (
     "unrecognized-arguments",
+    # the person's words say which change made the failure go away (rules_words_fix)
+    "words-stated-fix",
     "tp-heads-not-divisible",
     # heads the GPUs do not divide, said in words (rules_words): a layout error, like the above
     "words-heads-over-gpus",
@@ -50,6 +52,7 @@ _ID_ORDER = (
     # the person's own words name the cause (rules_words): before the generic answers to a
     # symptom said in words, which do not know what the rest of the sentence says
     "words-low-utilization",
+    "words-length-blamed",
     "words-works-with",
     "cuda-oom",
     "max-seq-len-exceeds-kv",

@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from headroom.probes.symptom_fixes import StatedFix, stated_fixes
+from headroom.probes.symptom_fixes import length_blamed as blames_length
+from headroom.probes.symptom_setup import GPU_NAME, gpu_memory_gib, gpu_names, model_names
 from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
 
 __all__ = ["WordFacts", "facts_of_text", "text_facts"]
@@ -56,7 +59,16 @@ _TIMES_MODEL = re.compile(
 # 卡 alone also means "stuck" (卡住, 卡在): only a count right before it makes it a card; 第一张卡
 # is "the first card", an ordinal (_ONE_IN_USE reads it).
 _ZH_COUNT = re.compile(
-    r"(?<![A-Za-z0-9.第])(\d{1,4}|十六|[一单两二双三四五六七八])\s*(?:张|块|个|台)?\s*(?:显卡|卡|GPU|gpu)"
+    r"(?<![A-Za-z0-9.第])(\d{1,4}|十六|[一单两二双三四五六七八])\s*(?:张|块|个|台)?\s*"
+    # the card's size may stand between: "四张80g显卡", "8张40G的卡"
+    r"(?:(?<=[张块个台])\d{1,3}\s*[gG][bB]?\s*的?\s*)?(?:显卡|卡|GPU|gpu)"
+)
+# A count before a GPU's name: "two Nvidia 3090s", "4 A100s", "8 H100", "8张A800", "两块4090",
+# "4xL4" (a one-digit name _TIMES_MODEL does not take).
+_NAMED_COUNT = re.compile(
+    rf"(?<![A-Za-z0-9_.])(\d{{1,3}}|one|a single|single|two|dual|three|four|six|eight|sixteen|"
+    rf"十六|[一单两二双三四五六七八])\s*(?:[x×*]\s*)?(?:张|块|个|台)?\s*{GPU_NAME}",
+    re.IGNORECASE,
 )
 _SEVERAL = re.compile(
     r"\bmulti(?:ple)?[\s-]*(?:GPUs?|cards?)|\bseveral\s+GPUs|\bmore\s+GPUs|\bother\s+GPUs|"
@@ -155,7 +167,14 @@ class WordFacts:
     memory_short: bool = False  # GPU memory said to be short
     cannot_run: bool = False  # the model said not to run / deploy / start
     trouble: bool = False  # something said to go wrong ("[bug]", "error", "fails", "报错")
+    fixes: tuple[StatedFix, ...] = ()  # knobs said to have fixed it (probes.symptom_fixes)
+    length_blamed: bool = False  # the context length named as the cause
     text: str = ""  # the words read (first line that had any of the above)
+    # The setup named (probes.symptom_setup), from any line of the words: candidate model
+    # names, GPU names as written, one GPU's memory in GB.
+    model_names: tuple[str, ...] = ()
+    gpu_names: tuple[str, ...] = ()
+    gpu_memory_gib: float | None = None
 
     @property
     def gpus_at_hand(self) -> int | None:
@@ -169,6 +188,11 @@ class WordFacts:
         return self.one_gpu_in_use and (self.several_gpus or any(n > 1 for n in self.gpu_counts))
 
     def __bool__(self) -> bool:
+        return self.states_more or self.names_setup
+
+    @property
+    def states_more(self) -> bool:
+        """The words state something beside the setup (a count, a symptom's detail, ...)."""
         return bool(
             self.gpu_counts
             or self.several_gpus
@@ -179,7 +203,14 @@ class WordFacts:
             or self.memory_short
             or self.cannot_run
             or self.trouble
+            or self.fixes
+            or self.length_blamed
         )
+
+    @property
+    def names_setup(self) -> bool:
+        """The words name a model or a GPU."""
+        return bool(self.model_names or self.gpu_names or self.gpu_memory_gib)
 
 
 def _number(token: str) -> int | None:
@@ -191,7 +222,7 @@ def _number(token: str) -> int | None:
 
 def _gpu_counts(text: str) -> tuple[int, ...]:
     found: list[tuple[int, int]] = []  # (position, count)
-    for pattern in (_EN_COUNT, _TIMES_MODEL, _ZH_COUNT):
+    for pattern in (_EN_COUNT, _TIMES_MODEL, _ZH_COUNT, _NAMED_COUNT):
         for match in pattern.finditer(text):
             count = _number(match.group(1))
             if count is not None and 0 < count <= _MAX_GPUS:
@@ -267,7 +298,12 @@ def facts_of_text(text: object) -> WordFacts:
             memory_short=bool(_MEMORY_SHORT.search(words)),
             cannot_run=bool(_CANNOT_RUN.search(words)),
             trouble=bool(_TROUBLE.search(words)),
+            fixes=stated_fixes(words),
+            length_blamed=blames_length(words),
             text=words.strip(),
+            model_names=model_names(words),
+            gpu_names=gpu_names(words),
+            gpu_memory_gib=gpu_memory_gib(words),
         )
     except Exception:  # a reader of untrusted text must not stop the doctor
         return WordFacts()
@@ -278,14 +314,26 @@ def text_facts(
 ) -> WordFacts | None:
     """The facts of the first line of words that states any, only when the log reader's
     `events` hold no error (a real vLLM error line always wins, as in symptom_text) and the
-    line is not one the log reader recognised. None when no line states anything."""
+    line is not one the log reader recognised; the setup (model, GPU) from the first line
+    that names it, when another line holds the rest. None when no line states anything."""
     if any(getattr(e, "severity", None) == "error" for e in events):
         return None
     known = {getattr(e, "lineno", None) for e in events}
+    found: WordFacts | None = None
+    setup: WordFacts | None = None
     for offset, line in enumerate(lines):
         if first_lineno + offset in known:
             continue
-        found = facts_of_text(line)
-        if found:
-            return found
-    return None
+        facts = facts_of_text(line)
+        if found is None and facts.states_more:
+            found = facts
+        if setup is None and facts.names_setup:
+            setup = facts
+        if found is not None and setup is not None:
+            break
+    if found is None:
+        return setup
+    if setup is None or setup is found or found.names_setup:
+        return found
+    return replace(found, model_names=setup.model_names, gpu_names=setup.gpu_names,
+                   gpu_memory_gib=setup.gpu_memory_gib)  # fmt: skip
