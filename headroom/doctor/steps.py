@@ -46,13 +46,17 @@ _ID_ORDER = (
     "cuda-oom-allocation",
     # a default the user never set sized the start-up profile: before the generic KV / OOM
     # answers, after every cause those rules find on their own (weights, other processes)
+    # an OOM the sizes tie to a long max_model_len (rules_long_context) says by how much; the
+    # words' own blame on the length (rules_words_fix) only which way: both before a release
+    # default that only might have sized the profile
+    "cuda-oom-long-context",
+    "words-length-blamed",
     "release-default-max-num-seqs",
     "release-default-changed",
     "no-cache-memory",
     # the person's own words name the cause (rules_words): before the generic answers to a
     # symptom said in words, which do not know what the rest of the sentence says
     "words-low-utilization",
-    "words-length-blamed",
     "words-works-with",
     "cuda-oom",
     "max-seq-len-exceeds-kv",
