@@ -20,7 +20,11 @@ from dataclasses import dataclass, replace
 
 from headroom.doctor.memory_model import Knobs, MemoryAccount, account, heads_valid
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
-from headroom.doctor.versions import default_utilization, effective_version
+from headroom.doctor.versions import (
+    default_utilization,
+    effective_version,
+    profile_follows_length,
+)
 
 MAX_UTILIZATION = 0.95  # above it the CUDA context and graphs have no room left
 UTIL_MARGIN = 0.01  # of the GPU on top of a computed utilization (the estimate's error)
@@ -167,8 +171,25 @@ def needed_utilization(model, gpu, knobs: Knobs, version, tokens: int) -> float 
 
 
 def _fit_len_at(model, gpu, knobs: Knobs, version) -> int:
+    """The longest max_model_len that starts with these knobs. V0 without chunked prefill
+    profiles one max(max_model_len, 2048) prefill (versions.RELEASE_TABLE, 0.5.5 row): a
+    shorter context also shrinks the activation peak, so the fit is searched (the largest
+    length whose own account fits) instead of read off the KV left at this length."""
     acc = account(model, gpu, knobs, version)
-    return acc.max_model_len_fit if acc.kv_cache_gib > 0 else 0
+    fit = acc.max_model_len_fit if acc.kv_cache_gib > 0 else 0
+    ver = effective_version(version)
+    if not profile_follows_length(ver, acc.max_model_len, knobs.max_num_batched_tokens is not None):
+        return fit
+    low, high = max(fit // 16, 1), acc.max_model_len // 16  # in blocks of 16 tokens
+    if account(model, gpu, replace(knobs, max_model_len=low * 16), version).fits is False:
+        return fit
+    while low < high:
+        mid = (low + high + 1) // 2
+        if account(model, gpu, replace(knobs, max_model_len=mid * 16), version).fits:
+            low = mid
+        else:
+            high = mid - 1
+    return max(fit, low * 16)
 
 
 def search(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from headroom.doctor.versions import (
     batch_defaults,
+    chunked_by_default,
     default_utilization,
     format_version,
     is_v1,
@@ -65,7 +66,7 @@ def release_defaults(
     if v1 and version >= (0, 10, 2):
         seqs = min(seqs, tokens)  # "min(default_max_num_seqs, max_num_batched_tokens)"
     if not v1:
-        chunked = max_model_len > 32768 and version >= (0, 5, 0)
+        chunked = chunked_by_default(version, max_model_len)
         graph = min(seqs, 256)  # _BATCH_SIZES_TO_CAPTURE: 1, 2, 4, 8..256
     else:
         chunked = True

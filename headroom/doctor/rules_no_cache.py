@@ -32,6 +32,8 @@ from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.log_memory import available_kv_from_log
 from headroom.doctor.memory_model import fit_len
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
+from headroom.doctor.no_cache_v0 import V0_RULES, v0_no_cache_actions
+from headroom.doctor.v0_profile import chunked_prefill_action
 from headroom.doctor.versions import (
     batch_defaults,
     cudagraph_in_budget,
@@ -74,6 +76,7 @@ def no_cache_memory(ctx) -> list[Finding]:
     )
     wider = A.raise_tp(ctx, tp, "the weights do not leave room for a KV cache on this many GPUs")
     sizing = _no_cache_sizing(ctx, acc)
+    version_text = ctx.version
     if sizing is None or "VLLM_CPU_KVCACHE_SPACE" in evidence[0]:
         # no model shape (one request cannot be sized), or V0's CPU backend (an env var)
         acts = unsized_actions(ctx, why, evidence)
@@ -81,7 +84,13 @@ def no_cache_memory(ctx) -> list[Finding]:
         gap, one_request, max_len, evidence_line = sizing
         evidence.append(evidence_line)
         budget = A.raise_kv_budget(ctx, gap, f"{why}; one request of {max_len:,} tokens must fit")
-        if A.budget_raise_verdict(ctx, gap) == "closes":
+        v0 = v0_no_cache_actions(ctx, why, evidence)
+        if v0 is not None:
+            # V0's own account (no_cache_v0.py): fewer batched tokens is no V0 knob (below
+            # max_model_len vLLM refuses it without chunked prefill)
+            acts = [*v0, wider]
+            version_text = V0_RULES if ctx.version is None else ctx.version
+        elif A.budget_raise_verdict(ctx, gap) == "closes":
             acts = [budget, wider, batched]
         else:
             shorter = _no_cache_shorter_first(ctx, gap - one_request, evidence)
@@ -106,7 +115,8 @@ def no_cache_memory(ctx) -> list[Finding]:
         # the release's other knobs after the sized ones (each knob once)
         first = next((a for a in acts if a is not None), None)
         raised = first is not None and first.knob == "gpu_memory_utilization"
-        acts = _each_knob_once([*acts, *release_alternatives(ctx, raised=raised)])
+        rest = release_alternatives(ctx, raised=raised, version_text=version_text)
+        acts = _each_knob_once([*acts, *rest])
     return [
         Finding(
             "no-cache-memory",
@@ -275,10 +285,14 @@ def _raise_for_deficit(ctx, deficit, why, evidence) -> tuple[Action | None, floa
     return raise_util, left
 
 
-def release_alternatives(ctx, *, raised: bool, kv_left: float | None = None) -> list[Action | None]:
+def release_alternatives(
+    ctx, *, raised: bool, kv_left: float | None = None, version_text: str | None = None
+) -> list[Action | None]:
     """The knobs after the utilization, in the order the release's profile makes them work.
-    `raised`: the utilization raise comes first; `kv_left`: the KV GiB per GPU it leaves."""
-    version = effective_version(ctx.version)
+    `raised`: the utilization raise comes first; `kv_left`: the KV GiB per GPU it leaves;
+    `version_text`: the release to reason with (default ctx's)."""
+    version_text = version_text or ctx.version
+    version = effective_version(version_text)
     knobs = ctx.knobs
     shape = ctx.model_read
     # --max-model-len -1 asks vLLM (0.32+) to fit the length to memory itself ("Cannot
@@ -301,12 +315,15 @@ def release_alternatives(ctx, *, raised: bool, kv_left: float | None = None) -> 
         seqs, None, "the start-up profile's sampler holds logits for every sequence"
     )
     tp = A.raise_tp(ctx, A.lowest_fitting_tp(ctx), "the weights do not leave room for a KV cache")
-    if ctx.version is not None and not is_v1(version):
+    if version_text is not None and not is_v1(version):
         shorter = shorter_for(
             f"V0 ({format_version(version)}) profiles one whole max(max_model_len, 2048) "
             "prefill: a shorter context lowers the activation peak itself",
         )
-        return [shorter, fewer_seqs, tp]
+        chunked = chunked_prefill_action(
+            ctx, "a smaller start-up profile leaves room for KV", version_text
+        )
+        return [shorter, chunked, fewer_seqs, tp]
     fewer_tokens = (
         A.lower_batched_tokens(tokens, "the start-up profile runs this many tokens at once")
         if tokens

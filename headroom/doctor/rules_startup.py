@@ -21,6 +21,7 @@ from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 from headroom.doctor.rules_kv_pin import pinned_kv_start_failed
 from headroom.doctor.rules_no_cache import no_cache_memory
+from headroom.doctor.v0_profile import chunked_closes, chunked_prefill_action
 from headroom.doctor.versions import cudagraph_in_budget, effective_version
 
 
@@ -135,6 +136,15 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
             acts = [shorter, budget]
         else:
             acts = [budget, shorter]
+        # V0 whole-prompt profile (v0_profile.py): chunked prefill gives the profile's
+        # activation back and keeps the context; it leads when the raise cannot close the
+        # gap and the memory model says it does
+        chunked = None if cpu_space else chunked_prefill_action(ctx, why_budget)
+        if chunked is not None:
+            held = int(nums.get("kv_tokens") or 0)
+            closes, line = chunked_closes(ctx, held, max_len)
+            evidence.extend([line] if line else [])
+            acts.insert(0 if closes and verdict != "closes" else len(acts), chunked)
         acts.append(A.fp8_kv(ctx, "halves the KV bytes per token, so twice the tokens fit"))
         acts.append(graphs_in_budget_eager(ctx, gap))
         acts.append(

@@ -1,8 +1,9 @@
 """vLLM release rules the memory model depends on, read from vLLM's own source, release by release.
 
 Read from the PyPI wheels' Python files (`pip download --no-deps --only-binary=:all: vllm==X`;
-commit ids from vllm/_version.py where the release has one): 0.5.5, 0.6.4, 0.7.3, 0.8.0,
-0.8.5, 0.9.2, 0.10.0, 0.10.2 (g26b999c71), 0.11.0 (gf71952c1c), 0.19.0 (g2a69949bd),
+commit ids from vllm/_version.py where the release has one): 0.2.7, 0.3.3, 0.4.0, 0.4.3,
+0.5.0, 0.5.4, 0.6.3, 0.6.4.post1, 0.6.5, 0.9.0, 0.9.1 (the budget and chunked rows), 0.5.5,
+0.6.4, 0.7.3, 0.8.0, 0.8.5, 0.9.2, 0.10.0, 0.10.2 (g26b999c71), 0.11.0 (gf71952c1c), 0.19.0 (g2a69949bd),
 0.20.0 (gb8160878f), 0.21.0 (gad7125a43); 0.33.0 (g4ba787ec9) from the team's notes.
 RELEASE_TABLE below is the same list in words, each row with where it was read; `rules_text`
 names the rows a given release uses, so `plan` and the doctor can say which rules they applied.
@@ -19,11 +20,32 @@ UNKNOWN_RELEASE_SPAN = ("0.8.5", "0.10.2", "0.19.0", NEWEST_KNOWN)
 
 # (first release, what changed, where it was read) -- oldest first.
 RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
+    ("0.2.5", "V0 budget = total x utilization - (total - free after the profile run): every "
+     "process's memory on the GPU counts against this instance (PR #2031), so a second "
+     "instance's utilization must cover the first's. No chunked prefill: the profile is one "
+     "max(max_model_len, 2048)-token prefill. CUDA graphs (0.2.6+) are captured after the "
+     "KV cache is sized (warm_up_model): eager mode frees nothing for the KV budget.",
+     "0.2.7 vllm/worker/worker.py profile_num_available_blocks / warm_up_model, "
+     "vllm/config.py SchedulerConfig; PR #2031 in 0.2.5 per vllm-project/vllm#2248"),
     ("0.2.7", "Defaults when the user sets nothing: max_num_seqs 256, enforce_eager False (CUDA "
      "graphs captured for batch sizes 1, 2, 4, 8..256, up to max_num_seqs, contexts up to "
      "max_context_len_to_capture 8192), gpu_memory_utilization 0.9.",
      "0.2.7 vllm/engine/arg_utils.py EngineArgs, vllm/worker/model_runner.py "
      "_BATCH_SIZES_TO_CAPTURE"),
+    ("0.3.3", "V0 counts only its own memory: peak = free at worker init - free after the "
+     "profile run; what others held before it started is not deducted (it can then OOM "
+     "allocating a KV cache the GPU no longer has).",
+     "0.3.3, 0.4.3, 0.5.4, 0.6.3 vllm/worker/worker.py (init_gpu_memory)"),
+    ("0.4.0", "--enable-chunked-prefill (off by default): max_num_batched_tokens then defaults "
+     "to 512, and the profile runs 512 tokens instead of one whole max_model_len prompt.",
+     "0.4.0/0.4.3/0.5.0 vllm/engine/arg_utils.py, vllm/config.py SchedulerConfig; not in 0.3.3"),
+    ("0.5.4", "V0 turns chunked prefill on by itself only for max_model_len > 32768 on CUDA "
+     "(not with a sliding window, speculative decoding, LoRA, prompt adapters, prefix caching "
+     "or mamba-type layers; 0.6.x not for multimodal models): 'This is to avoid OOM errors "
+     "in the initial memory profiling phase'. At 32768 and below the profile stays one whole "
+     "prompt, and --enable-chunked-prefill is the knob that shrinks it.",
+     "0.5.4/0.6.3/0.7.3 vllm/engine/arg_utils.py create_engine_config (use_long_context); "
+     "0.5.0 has no such default"),
     ("0.5.5", "V0 engine. Profile run: one prefill of max_num_batched_tokens split over "
      "max_num_seqs (256) dummy sequences; its torch peak is the activation. Chunked prefill is "
      "on by default only for max_model_len > 32K (CUDA, no sliding window); then "
@@ -38,16 +60,22 @@ RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
      "eager: CUDA graphs by default. Their profile run builds max_num_seqs dummy sequences, "
      "EACH with a whole encoder input (max image tiles), so the vision encoder runs over "
      "max_num_seqs images: 256 by default (vLLM's vision example runs mllama with "
-     "max_num_seqs=16, enforce_eager=True).",
+     "max_num_seqs=16, enforce_eager=True). V0's budget counts every process's memory again "
+     "(non-torch = used - torch allocated, PR #9352: utilization became a whole-GPU limit), "
+     "until 0.6.5 profiles against a start-up baseline (PR #10511).",
      "0.6.4 vllm/config.py ModelConfig (enforce_eager None -> False), "
      "vllm/worker/enc_dec_model_runner.py profile_run, models/mllama.py "
-     "dummy_encoder_data_for_mllama; examples/offline_inference_vision_language.py run_mllama"),
+     "dummy_encoder_data_for_mllama; examples/offline_inference_vision_language.py run_mllama; "
+     "0.6.4.post1 vllm/worker/worker.py determine_num_available_blocks, 0.6.5 vllm/utils.py "
+     "memory_profiling"),
     ("0.7.0", "V0: with chunked prefill on, max_num_batched_tokens defaults to 2048 (was 512).",
      "0.7.3 vllm/config.py SchedulerConfig.__post_init__"),
     ("0.8.0", "V1 engine by default (VLLM_USE_V1=1): chunked prefill always on; "
      "max_num_batched_tokens 8192 on H100/H200 (by name), else 2048 (`vllm serve`); "
      "max_num_seqs 1024 on EVERY GPU (V0: 256). Budget = total x utilization - (torch peak + "
-     "all non-torch memory, CUDA context included). CUDA graphs for batch sizes 1, 2, 4, "
+     "all non-torch memory = used - torch allocated: the CUDA context AND every other "
+     "process's memory on the GPU; a second instance's utilization must cover the first's). "
+     "CUDA graphs for batch sizes 1, 2, 4, "
      "8..512, captured after the KV cache is sized: outside the budget. The profile run "
      "also warms the sampler over max_num_seqs dummy requests (read in 0.8.5; not in "
      "0.7.3's V1: vllm PRs #13594/#14508), and a multimodal model's encoder over "
@@ -62,11 +90,15 @@ RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
      "of the requests' blocks.",
      "0.8.5 vllm/engine/arg_utils.py _set_default_args_v1, vllm/v1/core/block_pool.py "
      "(null_block = popleft()); vllm-project/vllm#16158"),
-    ("0.9.0", "V1: the >= 70 GiB batch default leaves out the A100. Memory is profiled "
-     "against a snapshot taken at start-up: only non-torch memory that grows after it "
-     "(NCCL, custom all-reduce) counts, not the CUDA context (checked in 0.9.2; 0.8.5 still "
-     "counted all of it).",
-     "0.9.2 vllm/engine/arg_utils.py, vllm/v1/worker/gpu_worker.py memory_profiling"),
+    ("0.9.0", "V1: the >= 70 GiB batch default leaves out the A100.",
+     "0.9.0/0.9.2 vllm/engine/arg_utils.py"),
+    ("0.9.1", "V1 memory is profiled against a snapshot taken at start-up (PR #18974): only "
+     "non-torch memory that grows after it (NCCL, custom all-reduce) counts, not the CUDA "
+     "context nor other processes, so each instance's utilization is its own share; instead "
+     "a start whose free memory is below total x utilization refuses ('Free memory on device "
+     "... is less than desired GPU memory utilization'). 0.9.0 still counted all of it.",
+     "0.9.0 vs 0.9.1 (and 0.9.2) vllm/v1/worker/gpu_worker.py init_device / "
+     "determine_available_memory"),
     ("0.10.2", "--kv-cache-memory-bytes sets the KV cache per GPU and skips the budget. "
      "Default max_num_seqs is capped at max_num_batched_tokens; CUDA graphs are captured up "
      "to min(2 x max_num_seqs, 512).",
@@ -127,9 +159,38 @@ def has_kv_cache_memory_bytes(version: tuple[int, int, int]) -> bool:
 
 
 def context_in_budget(version: tuple[int, int, int]) -> bool:
-    """Whether the CUDA context (and memory others held at start) counts as non-torch memory
-    inside the budget: V0 and V1 up to 0.8.x; from 0.9 only growth after the snapshot."""
-    return version < (0, 9, 0)
+    """Whether the CUDA context counts as non-torch memory inside the budget: V0 and V1 up
+    to 0.9.0; from 0.9.1 only growth after the start-up snapshot (PR #18974)."""
+    return version < (0, 9, 1)
+
+
+def others_in_budget(version: tuple[int, int, int]) -> bool:
+    """Whether memory other processes hold on the GPU is deducted from this instance's
+    budget (RELEASE_TABLE 0.2.5, 0.6.4, 0.8.0 rows): then a second instance needs a HIGHER
+    utilization, one that covers the first's memory too; elsewhere the share is its own."""
+    return (
+        (0, 2, 5) <= version < (0, 3, 3)
+        or (0, 6, 4) <= version < (0, 6, 5)
+        or (0, 8, 0) <= version < (0, 9, 1)
+    )
+
+
+def chunked_by_default(version: tuple[int, int, int], max_model_len: int) -> bool:
+    """Chunked prefill on without the flag: always in V1; in V0 from 0.5.4 (not in 0.5.0)
+    above 32768 tokens (RELEASE_TABLE 0.5.4 row; the feature's exclusions aside)."""
+    return is_v1(version) or (version >= (0, 5, 4) and max_model_len > 32768)
+
+
+def has_chunked_prefill(version: tuple[int, int, int]) -> bool:
+    return version >= (0, 4, 0)
+
+
+def profile_follows_length(
+    version: tuple[int, int, int], max_model_len: int, batched_set: bool = False
+) -> bool:
+    """V0 without chunked prefill (and no max_num_batched_tokens given) profiles one
+    max(max_model_len, 2048)-token prefill: the activation peak grows with max_model_len."""
+    return not batched_set and not chunked_by_default(version, max_model_len)
 
 
 def has_null_block(version: tuple[int, int, int]) -> bool:
@@ -143,7 +204,7 @@ def batch_defaults(
     (`vllm serve`; see RELEASE_TABLE)."""
     name = gpu_name.upper()
     if not is_v1(version):
-        if max_model_len > 32768:  # chunked prefill on by default for long contexts
+        if chunked_by_default(version, max_model_len):  # long contexts, 0.5.4+
             return (2048 if version >= (0, 7, 0) else 512), 256
         return max(max_model_len, 2048), 256
     if version < (0, 8, 5):

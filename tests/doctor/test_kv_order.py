@@ -88,17 +88,17 @@ def test_at_0_95_the_raise_is_gone_and_step_4_still_answers():
     assert any("already 0.95" in line for line in top.evidence)
 
 
-def test_at_0_95_a_table_model_is_sized_and_the_newest_releases_knob_leads():
+def test_at_0_95_a_table_model_is_sized_and_the_release_that_explains_it_decides():
     """Qwen3#12 itself: Qwen1.5-14B-Chat is in the built-in table (40 layers, MHA, 32768
-    positions), so its max_model_len is known; with the release unknown the newest rules
-    (V1: the profile runs max_num_batched_tokens) pick fewer batched tokens first, and
-    max_model_len stays among the turns. No raise past 0.95."""
+    positions). With the release unknown, the newest rules would leave KV memory and V0's
+    whole-prompt profile leaves none, so V0 decides (no_cache_v0.py): a shorter context,
+    which shrinks the profile and the request at once, leads. No raise past 0.95."""
     argv = ["vllm", "serve", "data/Qwen1.5-14B-Chat", "--gpu-memory-utilization", "0.95"]
     top = _top(NO_BLOCKS, argv, "1xV100:32")
     assert top.step == 4
     turns = _turns(top)
-    assert turns[0] == ("max_num_batched_tokens", "lower")
-    assert ("max_model_len", "lower") in turns
+    assert turns[0] == ("max_model_len", "lower")
+    assert ("max_num_batched_tokens", "lower") not in turns
     assert ("gpu_memory_utilization", "raise") not in turns
 
 

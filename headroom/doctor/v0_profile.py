@@ -1,0 +1,180 @@
+"""V0's start-up profile is one whole prompt: which knob that leaves for a KV shortage.
+
+V0 without chunked prefill (every V0 release read, 0.2.7-0.7.3: vllm/config.py
+SchedulerConfig) sets max_num_batched_tokens = max(max_model_len, 2048), and its profile run
+(worker/model_runner.py profile_run) pushes that many tokens through the model at once: the
+activation peak grows with max_model_len, and what is left of total x utilization after it
+is the KV cache. So for a KV shortage on V0 (versions.RELEASE_TABLE 0.4.0 and 0.5.4 rows):
+- a shorter max_model_len shrinks the peak AND the one request the KV cache must hold;
+- --enable-chunked-prefill (0.4.0+) shrinks the profile to 512 tokens (2048 from 0.7.0)
+  and keeps the context; V0 turns it on by itself only above 32768 tokens ("This is to avoid
+  OOM errors in the initial memory profiling phase", arg_utils.py 0.5.4-0.7.3);
+- CUDA graphs are captured after the KV cache is sized (worker.py warm_up_model): eager
+  mode frees nothing for it.
+With the model and the GPU the memory model sizes each; without them chunked prefill is
+offered unsized, after the table's knobs.
+
+When the release is not known and vLLM found no KV memory at all, the two engines' accounts
+are compared: if the newest rules (V1: the profile runs max_num_batched_tokens) leave KV
+memory where V0's whole-prompt profile leaves none, only V0 explains what the log says, and
+its rules decide the knob.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from headroom.doctor.findings import Action
+from headroom.doctor.memory_model import account
+from headroom.doctor.model_bytes import GIB
+from headroom.doctor.versions import (
+    effective_version,
+    format_version,
+    has_chunked_prefill,
+    is_v1,
+    parse_version,
+    profile_follows_length,
+)
+
+# The release V0 wording is reasoned with (context.py's V0 markers): the last release where
+# V0 was the default engine.
+V0_RULES = "0.7.3"
+# The estimate's error (actions.MARGIN x a GPU is about 0.8 GiB; issue 13's measurements):
+# an account within this of zero agrees with "no KV memory" either way.
+_AGREES_GIB = 0.5
+# Flags V0 did not combine chunked prefill with (the 0.5.4 default's own exclusions).
+_EXCLUSIVE = ("enable_lora", "enable_prefix_caching", "speculative_model", "enable_prompt_adapter")
+COST = (
+    "prompts prefill in chunks: a little slower to the first token; V0's chunked prefill "
+    "does not combine with LoRA, prefix caching or speculative decoding in every release"
+)
+
+
+def chunk_tokens(version: tuple[int, int, int]) -> int:
+    """max_num_batched_tokens V0 defaults to with chunked prefill on (config.py: 512 in
+    0.4.0-0.6.x, 2048 from 0.7.0)."""
+    return 2048 if version >= (0, 7, 0) else 512
+
+
+def whole_prompt_tokens(ctx, version_text: str | None = None) -> int | None:
+    """The tokens V0's profile ran at once when that was one whole prompt (max(max_model_len,
+    2048)): a V0 release (the given one, else ctx's), no --max-num-batched-tokens, chunked
+    prefill neither given nor on by default. None otherwise."""
+    version = parse_version(version_text or ctx.version)
+    if version is None or is_v1(version):
+        return None
+    length = _length(ctx)
+    if not length or _chunked_on(ctx):
+        return None
+    if not profile_follows_length(version, length, ctx.knobs.max_num_batched_tokens is not None):
+        return None
+    return max(length, 2048)
+
+
+def _length(ctx) -> int | None:
+    """max_model_len as set, else as the log says it (the ledger: a refusal's "max seq len",
+    the engine's config line), else the model's own limit."""
+    ledger = getattr(ctx.facts, "ledger", None)
+    shape = ctx.model_read
+    return (
+        ctx.knobs.max_model_len
+        or getattr(ledger, "max_model_len", None)
+        or getattr(shape, "max_position_embeddings", None)
+        or None
+    )
+
+
+def _chunked_on(ctx) -> bool:
+    """--enable-chunked-prefill given on (a bare flag or a true value; --no-... is off)."""
+    value = ctx.arg("enable_chunked_prefill")
+    return value is not None and str(value).lower() in {"true", "1", "yes", ""}
+
+
+def chunked_prefill_action(ctx, why: str, version_text: str | None = None) -> Action | None:
+    """--enable-chunked-prefill for a V0 whole-prompt profile (0.4.0+), unless the command
+    uses a feature V0 did not chunk with."""
+    version = parse_version(version_text or ctx.version)
+    tokens = whole_prompt_tokens(ctx, version_text)
+    if version is None or tokens is None or not has_chunked_prefill(version):
+        return None
+    if any(ctx.arg(flag) for flag in _EXCLUSIVE):
+        return None
+    chunk = chunk_tokens(version)
+    return Action(
+        "enable_chunked_prefill",
+        "set",
+        True,
+        f"{why}: V0 {format_version(version)} profiles one whole {tokens:,}-token prompt; "
+        f"chunked prefill profiles {chunk:,} tokens and keeps max_model_len",
+        COST,
+    )
+
+
+def chunked_gain_gib(ctx, version_text: str | None = None) -> float | None:
+    """KV GiB per GPU chunked prefill gives back: the memory model's activation peak at the
+    whole prompt less at one chunk (the same account otherwise). None without model and GPU
+    or where the profile is not one whole prompt."""
+    version = parse_version(version_text or ctx.version)
+    if whole_prompt_tokens(ctx, version_text) is None or version is None:
+        return None
+    if ctx.model is None or ctx.gpu is None:
+        return None
+    rules = format_version(version)
+    try:
+        whole = account(ctx.model, ctx.gpu, ctx.knobs, rules)
+        chunked = account(
+            ctx.model,
+            ctx.gpu,
+            replace(ctx.knobs, max_num_batched_tokens=chunk_tokens(version)),
+            rules,
+        )
+    except (ArithmeticError, AttributeError, TypeError, ValueError):
+        return None
+    return max(whole.activation_gib - chunked.activation_gib, 0.0)
+
+
+def chunked_closes(
+    ctx, kv_tokens: int, max_len: int, version_text: str | None = None
+) -> tuple[bool, str | None]:
+    """(whether the KV the log says there is, kv_tokens, plus what chunked prefill gives
+    back holds one request of max_len, plus the null block where the release has one; the
+    arithmetic in words, or None when it cannot be sized)."""
+    gain = chunked_gain_gib(ctx, version_text)
+    acc = ctx.account
+    if gain is None or acc is None or not acc.kv_bytes_per_token or not kv_tokens:
+        return False, None
+    block = max(acc.block_size, 1)
+    more = int(gain * GIB // (acc.kv_bytes_per_token * block)) * block
+    need = max_len + (block if acc.null_block else 0)
+    closes = kv_tokens + more >= need
+    line = (
+        f"chunked prefill gives back about {gain:.2f} GiB of the profile's activation: "
+        f"{kv_tokens:,} + {more:,} KV tokens {'>=' if closes else '<'} one request of "
+        f"{max_len:,}"
+    )
+    return closes, line
+
+
+def v0_explains_no_kv(ctx) -> tuple[str, str] | None:
+    """(the V0 release to reason with, the evidence line) when the release is not known and
+    only V0's whole-prompt profile explains a start with no KV memory: the newest rules'
+    account leaves KV memory, V0's leaves none."""
+    if ctx.version is not None or ctx.model is None or ctx.gpu is None:
+        return None
+    if whole_prompt_tokens(ctx, V0_RULES) is None:
+        return None
+    try:
+        newest = account(ctx.model, ctx.gpu, ctx.knobs, None)
+        old = account(ctx.model, ctx.gpu, ctx.knobs, V0_RULES)
+    except (ArithmeticError, AttributeError, TypeError, ValueError):
+        return None
+    if newest.kv_cache_gib <= _AGREES_GIB or old.kv_cache_gib > 0:
+        return None
+    newest_name = format_version(effective_version(None))
+    line = (
+        f"the release is not given: by vLLM {newest_name}'s rules the KV cache would get "
+        f"{newest.kv_cache_gib:.2f} GiB, by V0's ({V0_RULES}: one whole "
+        f"{old.batched_tokens:,}-token prompt profiled, activation {old.activation_gib:.2f} "
+        f"GiB) {old.kv_cache_gib:.2f} GiB; only V0 explains no KV memory, so its rules decide"
+    )
+    return V0_RULES, line
