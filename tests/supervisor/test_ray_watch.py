@@ -50,7 +50,7 @@ class FakeCluster:
         return await self.read()
 
 
-def make(tmp_path, probe, *flags: str, launcher: str = "sim"):
+def make(tmp_path, probe, *flags: str, launcher: str = "sim", time_scale: int = 50):
     command = parse_command(
         ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--port", str(free_port())]
         + ["--distributed-executor-backend", "ray", *flags]
@@ -64,7 +64,7 @@ def make(tmp_path, probe, *flags: str, launcher: str = "sim"):
         ray_poll_s=0.1,
     )
     events: list = []
-    env = {"HEADROOM_SIM_TIME_SCALE": "50"}
+    env = {"HEADROOM_SIM_TIME_SCALE": str(time_scale)}
     sup = Supervisor(
         command, settings, env=env, on_event=events.append, nvml_probe=False, ray_probe=probe
     )
@@ -99,7 +99,10 @@ async def test_without_ray_the_cluster_is_never_read(tmp_path):
 @pytest.mark.slow
 async def test_simulator_starts_with_notes_and_the_cluster_is_read_while_starting(tmp_path):
     probe = FakeCluster(TWO_BY_TWO)
-    sup, events = make(tmp_path, probe, "-tp", "1")
+    # A start of a few wall seconds (time scale 5), so that the 0.1 s reading loop gets its
+    # turn even on a loaded machine: at 50x the simulated start-up took under half a second
+    # and a busy CI machine once made it ready before the loop's first reading.
+    sup, events = make(tmp_path, probe, "-tp", "1", time_scale=5)
     try:
         await sup.start()
         notes = [e.message for e in events if e.kind == "notice"]
