@@ -50,7 +50,7 @@ _LONG_CONTEXT_WARNING = re.compile(
 # config:" (0.2.7 and 0.3.3 llm_engine.py); from 0.4 "Initializing an LLM engine (v0.4.3) ..."
 _PRE_04_ENGINE_LINE = "Initializing an LLM engine with config:"
 # A model id in a sentence: "ModelScope/ZhipuAI/glm-4-9b-chat-1m", "Qwen2-7B"
-_MODEL_WORD = re.compile(r"[A-Za-z][\w.]*(?:[-/][\w.]+)+")
+_MODEL_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.]*(?:[-/][A-Za-z0-9_.]+)+", re.ASCII)
 
 
 @dataclass(frozen=True)

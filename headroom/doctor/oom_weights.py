@@ -24,6 +24,7 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.oom_sizes import gpus_at_hand
 from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
 
 WHY = "the weights alone do not fit this many GPUs"
@@ -78,14 +79,17 @@ def _weights_too_big_by_name(ctx) -> str | None:
 
 
 def _oom_gpu(ctx):
-    """The GPU spec to search on: the described one, else one of the size the OOM message
-    names (the count is unknown, so a full node of 8 is assumed and said)."""
+    """The GPU spec to search on: the described one, else as many GPUs of the size the OOM
+    message names as CUDA_VISIBLE_DEVICES lists (known), else a full node of 8 (assumed and
+    said)."""
     if ctx.gpu is not None:
         return ctx.gpu, True
     total = _oom_total(ctx)
     if not total:
         return None, False
-    return parse_gpu_spec(f"8xGPU:{total:.2f}"), False
+    visible = gpus_at_hand(ctx)
+    count = visible[0] if visible else 8
+    return parse_gpu_spec(f"{count}xGPU:{total:.2f}"), visible is not None
 
 
 def weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Finding:

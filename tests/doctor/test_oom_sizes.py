@@ -234,3 +234,17 @@ def test_a_long_context_name_finds_its_base_shape():
 def test_context_from_name_never_raises(text):
     found = context_from_name(text)
     assert found is None or (isinstance(found, int) and found >= 4096)
+
+
+def test_the_weights_search_counts_the_gpus_cuda_visible_devices_lists():
+    """Llama-3.1-70B (~131 GiB at 16 bits) at TP 1 on A6000s (the OOM's 47.54 GiB), with no
+    --gpus: CUDA_VISIBLE_DEVICES=0,1,2,3 says four GPUs, so TP is searched on those four
+    and the answer is not hedged "if the node has" them (vllm#7538's setup)."""
+    argv = ["env", "CUDA_VISIBLE_DEVICES=0,1,2,3", "vllm", "serve", "meta-llama/Llama-3.1-70B"]
+    top = _findings(FULL_A6000, argv)[0]
+    assert top.id == "cuda-oom-weights" and top.step == 1
+    tp = next(a for a in top.actions if a.knob == "tensor_parallel_size")
+    assert tp.direction == "raise" and tp.value is not None and tp.value <= 4
+    assert "if the node has" not in tp.why
+    unhedged = _findings(FULL_A6000, argv[3:])[0]
+    assert any("if the node has" in a.why for a in unhedged.actions)
