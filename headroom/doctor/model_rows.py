@@ -71,12 +71,20 @@ def count_params(
     nope: int = 0,
     rope: int = 0,
     v_hd: int = 0,
+    attn_gate: bool = False,
+    linear_layers: int = 0,
+    linear: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0),
 ) -> int:
     """Parameters of a decoder of this shape. Dense layers: q/k/v/o and a gated (or up/down)
     MLP. MoE layers (all but `dense_layers` when `experts`): every routed expert's
     gate/up/down of `moe_inter`, the router, and `shared` shared experts of `shared_inter`.
     MLA attention (when `kv_lora`): q (through a q LoRA of `q_lora` when set), the joint KV
-    down-projection to kv_lora + rope, its up-projection to heads x (nope + v_hd), and o."""
+    down-projection to kv_lora + rope, its up-projection to heads x (nope + v_hd), and o.
+    Hybrid models (Qwen3-Next, Qwen3.5): `linear_layers` of the layers are Gated DeltaNet
+    linear attention of `linear` = (key heads, key head dim, value heads, value head dim,
+    conv kernel) instead: q/k/v/z and b/a projections, a depthwise conv over q/k/v, the
+    per-head decay and bias, a norm and the output projection; `attn_gate`: the full
+    attention's q projection also yields an output gate (twice the width)."""
     h = hidden
     if kv_lora:
         qk = nope + rope
@@ -84,8 +92,16 @@ def count_params(
         attn = q + h * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_hd)
         attn += heads * v_hd * h
     else:
-        attn = h * heads * head_dim * 2 + h * kv * head_dim * 2
+        attn = h * heads * head_dim * (3 if attn_gate else 2) + h * kv * head_dim * 2
         attn += (heads + 2 * kv) * head_dim if qkv_bias else 0
+    if linear_layers:
+        k_heads, k_hd, v_heads, v_hd_lin, kernel = linear
+        key, value = k_heads * k_hd, v_heads * v_hd_lin
+        delta = h * (2 * key + 2 * value) + h * 2 * v_heads + (2 * key + value) * kernel
+        delta += 2 * v_heads + v_hd_lin + value * h
+    else:
+        delta = 0
+    full_layers = layers - linear_layers
     dense_mlp = (3 if gated else 2) * h * inter
     if experts:
         moe_mlp = experts * 3 * h * moe_inter + h * experts + shared * 3 * h * shared_inter
@@ -93,10 +109,10 @@ def count_params(
     else:
         mlp = layers * dense_mlp
     embed = vocab * h * (1 if tied else 2)
-    return layers * (attn + 2 * h) + mlp + embed + h
+    return full_layers * attn + linear_layers * delta + layers * 2 * h + mlp + embed + h
 
 
-_COUNT_ONLY = ("qkv_bias", "gated", "dense_layers", "q_lora", "nope", "v_hd")
+_COUNT_ONLY = ("qkv_bias", "gated", "dense_layers", "q_lora", "nope", "v_hd", "attn_gate", "linear")
 
 
 def row(name, arch, layers, hidden, inter, heads, kv, hd, vocab, maxpos, params, aliases=(), **kw):
@@ -112,6 +128,9 @@ def row(name, arch, layers, hidden, inter, heads, kv, hd, vocab, maxpos, params,
         dense_layers=extra.get("dense_layers", 0), q_lora=extra.get("q_lora", 0),
         kv_lora=kw.get("kv_lora_rank") or 0, nope=extra.get("nope", 0),
         rope=kw.get("qk_rope_head_dim") or 0, v_hd=extra.get("v_hd", 0),
+        attn_gate=extra.get("attn_gate", False),
+        linear_layers=layers - kw["kv_layers"] if extra.get("linear") else 0,
+        linear=extra.get("linear", (0, 0, 0, 0, 0)),
     )  # fmt: skip
     COUNT_ARGS[name] = dict(
         args, shape=(layers, hidden, inter, heads, kv, hd, vocab), vision=vision

@@ -12,7 +12,8 @@ from headroom.doctor.model_shapes_gemma_phi import GEMMA_PHI
 from headroom.doctor.model_shapes_llama import LLAMA
 from headroom.doctor.model_shapes_others import OTHERS
 from headroom.doctor.model_shapes_qwen import QWEN
+from headroom.doctor.model_shapes_qwen_next import QWEN_NEXT
 
-ALL = LLAMA + QWEN + GEMMA_PHI + OTHERS
+ALL = LLAMA + QWEN + QWEN_NEXT + GEMMA_PHI + OTHERS
 
 __all__ = ["ALL", "CHECKPOINT_QUANT", "COMPUTED_PARAMS", "COUNT_ARGS", "shape_params"]

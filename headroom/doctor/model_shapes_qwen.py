@@ -14,7 +14,12 @@ _QVL = "Qwen2_5_VLForConditionalGeneration"
 QWEN = (
     row("Qwen1.5-7B", Q2, 32, 4096, 11008, 32, 32, 128, 151936, 32768, 7.72, ["qwen1.5-7b-chat"]),
     row("Qwen2.5-7B", Q2, 28, 3584, 18944, 28, 4, 128, 152064, 32768, 7.62,
-       ["qwen2-7b", "deepseek-r1-distill-qwen-7b", "qwen2.5-coder-7b"]),
+       ["qwen2-7b", "qwen2.5-coder-7b"]),
+    # The R1 distills are built on Qwen2.5-Math (1.5B untied, unlike Qwen2.5-1.5B) and keep
+    # 131072 positions.
+    row("DeepSeek-R1-Distill-Qwen-7B", Q2, 28, 3584, 18944, 28, 4, 128, 152064, 131072, None, **QB),
+    row("DeepSeek-R1-Distill-Qwen-1.5B", Q2, 28, 1536, 8960, 12, 2, 128, 151936, 131072, None,
+       **QB),
     # Qwen2.5-14B/32B: the Instruct checkpoints people serve say 32768 positions (the bases
     # 131072); the R1 distills and QwQ built on them keep 131072.
     row("Qwen2.5-14B", Q2, 48, 5120, 13824, 40, 8, 128, 152064, 32768, 14.77),
@@ -37,7 +42,7 @@ QWEN = (
     row("Qwen3-8B", Q3, 36, 4096, 12288, 32, 8, 128, 151936, 40960, 8.19),
     row("Qwen3-14B", Q3, 40, 5120, 17408, 40, 8, 128, 151936, 40960, 14.77),
     row("Qwen3-32B", Q3, 64, 5120, 25600, 64, 8, 128, 151936, 40960, 32.76),
-    row("Qwen3-30B-A3B", Q3M, 48, 2048, 6144, 32, 4, 128, 151936, 40960, 30.53, ["qwen3-coder-30b-a3b"],
+    row("Qwen3-30B-A3B", Q3M, 48, 2048, 6144, 32, 4, 128, 151936, 40960, 30.53,
        num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
     row("Qwen3-235B-A22B", Q3M, 94, 4096, 12288, 64, 4, 128, 151936, 40960, 235.09,
        num_experts=128, moe_intermediate_size=1536, num_experts_per_token=8),
@@ -51,7 +56,10 @@ QWEN = (
        262144, None, vision=0.60),
     row("Qwen3-VL-30B-A3B", "Qwen3VLMoeForConditionalGeneration", 48, 2048, 6144, 32, 4, 128,
        151936, 262144, 31.07, num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
+    # Qwen3-Coder-30B-A3B is this shape with 262144 positions too (its FP8 copy's vLLM log:
+    # "max seq len (262144)").
     row("Qwen3-30B-A3B-2507", Q3M, 48, 2048, 6144, 32, 4, 128, 151936, 262144, 30.53,
+       ["qwen3-coder-30b-a3b"],
        num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
     row("Qwen3-235B-A22B-2507", Q3M, 94, 4096, 12288, 64, 4, 128, 151936, 262144, 235.09,
        num_experts=128, moe_intermediate_size=1536, num_experts_per_token=8),

@@ -55,6 +55,8 @@ class ModelShape:
     head_dim: int | None
     vocab_size: int | None
     dtype: str | None
+    # the length vLLM derives from the config when --max-model-len is not given (the smallest
+    # length key, times a yarn/linear/dynamic rope factor): probes.model_config.derived_max_len
     max_position_embeddings: int | None
     quantization: str | None  # quant_method: "awq", "gptq", "fp8", "compressed-tensors", ...
     rope_scaling: Mapping | None
@@ -135,6 +137,7 @@ def shape_from_config(config: Mapping, name: str) -> ModelShape:
         unread=facts.unread,
         assumed=facts.assumed,
         modality_keys=facts.modality_keys,
+        kv_layers=v["kv_layers"],
     )
 
 

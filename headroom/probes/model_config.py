@@ -253,6 +253,8 @@ def read_config(config: Mapping) -> ConfigFacts:
         values["head_dim"] = hidden // heads
     if values["intermediate_size"] is None and hidden and _int(merged.get("expansion_ratio")):
         values["intermediate_size"] = hidden * (_int(merged.get("expansion_ratio")) or 0)  # MPT
+    values["kv_layers"] = kv_layers(merged, values["num_layers"])
+    values["max_position_embeddings"] = derived_max_len(merged, values["max_position_embeddings"])
     architectures = config.get("architectures")
     quant = config.get("quantization_config")
     if not isinstance(quant, Mapping):
@@ -286,3 +288,66 @@ def _modality_keys(config: Mapping) -> tuple[str, ...]:
     """The keys that say the model reads more than text, or has an encoder (a false
     is_encoder_decoder, or an empty sub-config, says nothing)."""
     return tuple(key for key in _MODALITY_KEYS if config.get(key))
+
+
+# Layer kinds that keep a fixed state per sequence instead of K/V per token.
+_STATEFUL = ("linear", "mamba", "ssm", "delta", "recurrent", "conv")
+
+
+def kv_layers(config: Mapping, layers: int | None) -> int | None:
+    """How many layers of a hybrid model cache K/V per token (None: all of them): the
+    attention entries of `layer_types` when others are linear attention or Mamba (Qwen3.5,
+    Qwen3-Next), `layers_block_type` (Jamba, Granite 4), MiniMax's `attn_type_list` (1 is
+    softmax attention, 0 lightning attention), the "*" of Nemotron-H's
+    `hybrid_override_pattern`, Jamba's `attn_layer_period`, or `full_attention_interval`."""
+    for key in ("layer_types", "layers_block_type"):
+        kinds = config.get(key)
+        if isinstance(kinds, list) and kinds and all(isinstance(k, str) for k in kinds):
+            stateful = sum(1 for k in kinds if any(s in k.lower() for s in _STATEFUL))
+            if stateful:
+                return len(kinds) - stateful
+            return None  # full and sliding-window attention: every layer caches K/V
+    types = config.get("attn_type_list")  # MiniMax-Text-01 / M1: 0 lightning (linear), 1 softmax
+    if isinstance(types, list) and types and all(t in (0, 1) for t in types) and 0 in types:
+        return sum(1 for t in types if t == 1)
+    pattern = config.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and "*" in pattern and len(pattern) <= MAX_DIMENSION:
+        return pattern.count("*")
+    for key in ("attn_layer_period", "full_attention_interval"):
+        period = _int(config.get(key))
+        if period and layers and period > 1:
+            return max(1, layers // period)
+    return None
+
+
+# The keys vLLM reads the model's length from (the smallest wins: Command-R's
+# max_position_embeddings 8192 over its model_max_length 131072), as in
+# vllm/config.py _get_and_verify_max_len of 0.4.3 - 0.25.1.
+_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                "model_max_length", "max_target_positions", "max_sequence_length",
+                "max_seq_length", "seq_len")  # fmt: skip
+
+
+def derived_max_len(config: Mapping, first: int | None) -> int | None:
+    """The max_model_len vLLM derives when none is given: the smallest length key, times the
+    rope factor of a yarn (from original_max_position_embeddings), linear or dynamic
+    rope_scaling (not su/longrope/llama3, whose factor is already in the length; not Gemma 3,
+    whose config states the scaled length: 0.8.5+)."""
+    lengths = [n for n in (_int(config.get(k)) for k in _LENGTH_KEYS) if n]
+    length = min(lengths) if lengths else first
+    rope = config.get("rope_scaling")
+    if not isinstance(rope, Mapping) or not length or "gemma3" in str(config.get("model_type")):
+        return length
+    kind = str(rope.get("rope_type") or rope.get("type") or "")
+    factor = rope.get("factor")
+    if (
+        kind in ("", "default", "su", "longrope", "llama3", "mrope")
+        or not isinstance(factor, (int, float))
+        or isinstance(factor, bool)
+        or not 1 <= factor <= 1024
+    ):
+        return length
+    if kind == "yarn":
+        length = _int(rope.get("original_max_position_embeddings")) or length
+    scaled = int(length * factor)
+    return scaled if scaled <= MAX_DIMENSION else length

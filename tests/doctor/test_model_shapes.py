@@ -46,7 +46,8 @@ def test_a_dense_rows_parameter_count_is_what_its_shape_implies(facts):
 
 @pytest.mark.parametrize("facts", [f for f in ROWS if not f.kv_lora_rank], ids=lambda f: f.name)
 def test_kv_bytes_per_token_is_two_tensors_per_layer_per_kv_head(facts):
-    expected = 2 * facts.num_layers * facts.num_kv_heads * facts.head_dim * 2
+    layers = facts.kv_layers or facts.num_layers
+    expected = 2 * layers * facts.num_kv_heads * facts.head_dim * 2
     assert kv_bytes_per_token(facts) == expected
 
 
@@ -64,6 +65,17 @@ def test_kv_bytes_per_token_is_two_tensors_per_layer_per_kv_head(facts):
 )
 def test_kv_bytes_of_rows_read_from_config_json(name, bytes_per_token):
     assert kv_bytes_per_token(find_model(name)) == bytes_per_token
+
+
+def test_a_hybrid_rows_kv_counts_its_attention_layers_only():
+    # Qwen3.5/3.6 27B: 64 layers, every fourth full attention (layer_types); the Gated
+    # DeltaNet layers keep a fixed state per sequence, no K/V per token
+    qwen = find_model("Qwen/Qwen3.6-27B")
+    assert (qwen.num_layers, qwen.kv_layers) == (64, 16)
+    assert kv_bytes_per_token(qwen) == 2 * 16 * 4 * 256 * 2
+    assert 26.5e9 < qwen.param_count < 28e9  # the name's 27B: text 26.9 B + vision 0.46 B
+    nxt = find_model("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert 78e9 < nxt.param_count < 81e9 and nxt.kv_layers == 12
 
 
 def test_an_mla_rows_kv_is_one_latent_per_layer():

@@ -58,7 +58,9 @@ def test_vision_tower_keys_never_leak_into_the_language_model():
     # InternVL3's vision_config has num_experts 8 and moe_intermediate_size 768 of its own.
     shape = shape_from_config(real("internvl3-1b"), "internvl")
     assert shape.num_experts is None and shape.moe_intermediate_size is None
-    assert shape.architecture == "InternVLChatModel" and shape.max_position_embeddings == 32768
+    # llm_config: max_position_embeddings 32768 with a dynamic rope factor 2.0, which vLLM
+    # multiplies in (_get_and_verify_max_len): the length it derives is 65536
+    assert shape.architecture == "InternVLChatModel" and shape.max_position_embeddings == 65536
 
 
 def test_nested_text_config_written_as_a_diff_uses_transformers_defaults_and_says_so():
