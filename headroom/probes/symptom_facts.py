@@ -32,6 +32,10 @@ from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_pr
 
 __all__ = ["WordFacts", "facts_of_text", "text_facts"]
 
+# ASCII word classes: a Chinese character beside an English word ("报错OOM", "会OOM",
+# "有8 GPUs") is not a word character that blocks \b or a lookaround.
+_IA = re.IGNORECASE | re.ASCII
+
 _MAX_CHARS = 2000  # a sentence or a title, as in symptom_text
 _MAX_GPUS = 1024  # a count above this is not a GPU count ("2048 GPUs" of a cluster aside)
 _MAX_HEADS = 1024
@@ -45,7 +49,7 @@ _EN_NUMBERS = {"one": 1, "a single": 1, "single": 1, "two": 2, "dual": 2, "three
 _EN_COUNT = re.compile(
     r"(?<![\w.])(\d{1,4}|one|a single|single|two|dual|three|four|six|eight|sixteen)"
     r"[\s-]*(?:[x×*]\s*)?(?:NVIDIA\s+)?(?:GPUs?|cards?|graphics\s+cards?|devices?)(?![\w-])",
-    re.IGNORECASE,
+    _IA,
 )
 # "2x3080", "8xA100", "8*a100 40g", "2 * 3080Ti": a count times a GPU model ("Mixtral-8x7B" is
 # a model, not 8 GPUs of a "7B": the lookbehind and the letter-first model keep it out), and a
@@ -53,7 +57,7 @@ _EN_COUNT = re.compile(
 _TIMES_MODEL = re.compile(
     r"(?<![\w.-])(\d{1,2})\s*[x×*]\s*(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?(?:RTX\s*|GTX\s*)?"
     r"(?:[A-Z]{1,2}\d{2,4}|[1-5]0[5-9]0)(?!\d)",
-    re.IGNORECASE,
+    _IA,
 )
 # "4卡", "8张卡", "8 块 GPU", "8个GPU", "单卡", "双卡", "八卡": a count before 卡/张卡/块卡/GPU/显卡.
 # 卡 alone also means "stuck" (卡住, 卡在): only a count right before it makes it a card; 第一张卡
@@ -68,12 +72,12 @@ _ZH_COUNT = re.compile(
 _NAMED_COUNT = re.compile(
     rf"(?<![A-Za-z0-9_.])(\d{{1,3}}|one|a single|single|two|dual|three|four|six|eight|sixteen|"
     rf"十六|[一单两二双三四五六七八])\s*(?:[x×*]\s*)?(?:张|块|个|台)?\s*{GPU_NAME}",
-    re.IGNORECASE,
+    _IA,
 )
 _SEVERAL = re.compile(
     r"\bmulti(?:ple)?[\s-]*(?:GPUs?|cards?)|\bseveral\s+GPUs|\bmore\s+GPUs|\bother\s+GPUs|"
     r"多卡|多张卡|多块|其他卡|其他显卡|其它卡|其余卡",
-    re.IGNORECASE,
+    _IA,
 )
 # Only one GPU does the work: "only the first GPU", "GPU 0 only", "第一张卡的显存增加直到溢出",
 # "只有一张显卡被占用" (a count of one is read by the count patterns).
@@ -81,16 +85,16 @@ _ONE_IN_USE = re.compile(
     r"\bonly\s+(?:uses?\s+|using\s+|runs?\s+on\s+|on\s+)?(?:the\s+first|one|1|a\s+single)\s+GPU|"
     r"\bGPU\s*0\s+only|"
     r"第一(?:张|块)?(?:显卡|卡|GPU)|只有一(?:张|块)|只用(?:了)?一(?:张|块)",
-    re.IGNORECASE,
+    _IA,
 )
 _HEADS = re.compile(
     r"(?<![\w.])(\d{1,4})\s*(?:attention\s+|attn\s+|vision\s+|query\s+)?heads?\b|"
     r"\b(?:num_attention_heads|attention\s+heads|number\s+of\s+(?:attention\s+)?heads)"
     r"\W{0,4}(\d{1,4})\b|"
     r"(?<![A-Za-z0-9.])(\d{1,4})\s*个?\s*(?:注意力)?头(?!部|像|发)",
-    re.IGNORECASE,
+    _IA,
 )
-_KV_HEADS = re.compile(r"(?:KV|key[- ]value|num_key_value)[\s_-]*heads", re.IGNORECASE)
+_KV_HEADS = re.compile(r"(?:KV|key[- ]value|num_key_value)[\s_-]*heads", _IA)
 # The value after the word, a few words later at most ("gpu利用率默认参数为0.61",
 # "gpu_memory_utilization=1", "mem-util 0.82", "utilization of 0.3"). A percentage only after
 # words that name memory: "GPU utilization 100%" / "GPU利用率100%" is nvidia-smi's compute load.
@@ -102,20 +106,20 @@ _FRACTION = r"(?<![\d.])(0?\.\d{1,3}|1(?:\.0+)?)(?![\d.%])"
 _UTILIZATION = re.compile(
     rf"{_UTIL_WORD}[^\d\n.%]{{0,12}}?{_FRACTION}|"
     rf"{_MEMORY_UTIL_WORD}[^\d\n.%]{{0,12}}?(?<![\d.])(\d{{2}})\s*%",
-    re.IGNORECASE,
+    _IA,
 )
 # The sentence blames the value: cause words after it, or "too low / too small" before it.
 _BLAME = re.compile(
     r"导致|造成|引起|太低|太小|过低|过小|偏低|不够|\btoo\s+(?:low|small)|\bcaus(?:es?|ing)\b|"
     r"\bleads?\s+to\b|\bmakes?\b|\bresults?\s+in\b",
-    re.IGNORECASE,
+    _IA,
 )
 # "too high" blames the value the other way: the sentence then names no low value to raise.
-_TOO_HIGH = re.compile(r"太高|过高|偏高|太大|过大|\btoo\s+(?:high|large|big|much)\b", re.IGNORECASE)
+_TOO_HIGH = re.compile(r"太高|过高|偏高|太大|过大|\btoo\s+(?:high|large|big|much)\b", _IA)
 # Words that say something went wrong, for a sentence that names a working setting.
 _TROUBLE = re.compile(
     r"\bbug\b|\berrors?\b|\bfail|\bcrash|\bbroken\b|\bcliff\b|报错|错误|失败|崩溃|出错",
-    re.IGNORECASE,
+    _IA,
 )
 _KV_DTYPES = r"fp8_e5m2|fp8_e4m3|fp8"
 # "working with fp8_e5m2", "works fine with --kv-cache-dtype fp8", "ok with enforce_eager",
@@ -129,26 +133,26 @@ _WORKS_KV = re.compile(
     rf"{_WORKS}(?:(?:--kv[-_]cache[-_]dtype|kv_cache_dtype)[\s=]*)?({_KV_DTYPES})\b|"
     rf"(?:用|使用|改成|改为|设置)\s*(?:--kv[-_]cache[-_]dtype[\s=]*)?({_KV_DTYPES})\s*(?:后)?\s*"
     r"(?:就)?(?:可以|正常|能跑|成功|解决)",
-    re.IGNORECASE,
+    _IA,
 )
 _WORKS_EAGER = re.compile(
     rf"{_WORKS}(?:--enforce[-_]eager|enforce_eager(?:\s*=\s*True)?|eager\s+mode)|"
     r"(?:加上?|用|使用|设置)\s*(?:--enforce[-_]eager|enforce_eager)\s*(?:后)?\s*(?:就)?"
     r"(?:可以|正常|能跑|成功|解决)",
-    re.IGNORECASE,
+    _IA,
 )
-_NEGATED = re.compile(r"\b(?:not|n't|never|no longer|still\s+fails?)\s*$|不$|没$", re.IGNORECASE)
+_NEGATED = re.compile(r"\b(?:not|n't|never|no longer|still\s+fails?)\s*$|不$|没$", _IA)
 _MEMORY_SHORT = re.compile(
     r"显存(?:较少|少|小|不足|不够|有限|太小|不大)|爆显存|\bless\s+(?:GPU\s+)?(?:memory|VRAM)|"
     r"\b(?:small|smaller|limited|low)\s+(?:GPU\s+memory|VRAM)\b|\bnot\s+enough\s+(?:GPU\s+memory|VRAM)|"
     r"(?<![\w-])OOM|out\s+of\s+memory|\bdoes(?:n't|\s+not)\s+fit|放不下|装不下",
-    re.IGNORECASE,
+    _IA,
 )
 _CANNOT_RUN = re.compile(
     r"无法(?:部署|运行|启动|加载|使用)|用不起|用不了|跑不起来|跑不了|起不来|启动失败|部署失败|加载失败|"
     r"\b(?:cannot|can't|can\s?not|unable\s+to|fails?\s+to|failed\s+to)\s+(?:be\s+)?"
     r"(?:run|deploy|load|start|serve|launch|use|fit)|\bdoes(?:n't|\s+not)\s+(?:run|start|fit|load)",
-    re.IGNORECASE,
+    _IA,
 )
 _CODE = re.compile(r"""^\s*(?:File\s+"|#|def\s|import\s|from\s\S+\s+import|raise\s|return\b)""")
 

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 
 __all__ = ["StatedFix", "length_blamed", "stated_fixes"]
 
+# ASCII word classes: a Chinese character beside an English word ("报错OOM", "会OOM",
+# "有8 GPUs") is not a word character that blocks \b or a lookaround.
+_IA = re.IGNORECASE | re.ASCII
+
 _MAX_CHARS = 2000
 
 _KNOB_WORDS = {
@@ -62,7 +66,7 @@ _DONE = (
     r"started|loads?|loaded|helped|helps|did\s+the\s+trick|ok|okay|fine"
 )
 _FIX_EN = tuple(
-    re.compile(p, re.IGNORECASE)
+    re.compile(p, _IA)
     for p in (
         rf"\buntil\s+(?:i\s+|we\s+|you\s+)?{_VERB_KNOB}",
         rf"\b(?:{_DONE})\s+(?:it\s+|fine\s+|well\s+|now\s+)?(?:by|after|when|once)\s+{_VERB_KNOB}",
@@ -73,7 +77,7 @@ _FIX_EN = tuple(
 _WORKS_WITH = re.compile(
     rf"\b(?:works?|worked|working|runs?|running|ok|okay|fine|starts?|started)\s+(?:fine\s+|well\s+)?"
     rf"(?:with|using)\s+(?:{_KNOB})\s*(?:=|:|\s)\s*{_NUM}",
-    re.IGNORECASE,
+    _IA,
 )
 _ZH_LOWER = r"减小|降低|调小|调低|减少|改小|缩小|降到|减到|降为|下调"
 _ZH_RAISE = r"增大|提高|调大|调高|增加|改大|上调"
@@ -82,7 +86,7 @@ _FIX_ZH = re.compile(
     rf"(?P<verb2>{_ZH_LOWER}|{_ZH_RAISE}|设置|设|改|调)?\s*(?:为|成|到|=)?\s*{_NUM}?\s*"
     r"(?:后|之后|以后)?\s*[，,]?\s*(?:就|便|才)?\s*"
     r"(?:可以了?|正常|解决|好了|成功|能跑|跑起来了?|没问题|能启动|启动成功|能用)",
-    re.IGNORECASE,
+    _IA,
 )
 # A sentence that says the change did not help, asks, or advises: no fix, no blame.
 _NOT_A_REPORT = re.compile(
@@ -93,7 +97,7 @@ _NOT_A_REPORT = re.compile(
     r"\bcan\b|\bmay\b|\bneed\s+to\b|\bplease\b|"
     r"\bhow\s+(?:to|do|can|should)\b|\bwhether\b|\bif\b|\bwhy\b|"
     r"无效|没用|没有用|仍然|依然|还是|也不行|都不行|不管用|无法解决|并没有|如何|怎么|是否|能否|为什么|试试|尝试|吗",
-    re.IGNORECASE,
+    _IA,
 )
 # A sentence ends at ;!? (and their Chinese forms), a line break, or a full stop before a
 # space: "0.8", "verify-stress.sh" and "Qwen2.5" stay whole.
@@ -135,9 +139,9 @@ def _knob_of(match: re.Match[str]) -> str | None:
 def _direction(verb: str | None) -> str | None:
     if not verb:
         return None
-    if re.fullmatch(_LOWER, verb, re.IGNORECASE) or re.fullmatch(_ZH_LOWER, verb):
+    if re.fullmatch(_LOWER, verb, _IA) or re.fullmatch(_ZH_LOWER, verb):
         return "lower"
-    if re.fullmatch(_RAISE, verb, re.IGNORECASE) or re.fullmatch(_ZH_RAISE, verb):
+    if re.fullmatch(_RAISE, verb, _IA) or re.fullmatch(_ZH_RAISE, verb):
         return "raise"
     return None
 
@@ -190,25 +194,25 @@ def stated_fixes(text: object) -> tuple[StatedFix, ...]:
 _LENGTH_WORD = re.compile(
     rf"(?:{_KNOB_WORDS['max_model_len']}|derived_max_model_len|model\s+length|"
     r"\b(?:long|large|big|huge|longer|larger|full|whole)\s+(?:context|ctx|sequence\s+length))",
-    re.IGNORECASE,
+    _IA,
 )
 # The length named as the cause: cause words in the sentence, "too long / too large", the
 # default length the model declares, or a context of 32K tokens or more named beside it.
 _CAUSE = re.compile(
     r"\bcaus(?:e|es|ed|ing)\b|\bdue\s+to\b|\bbecause\b|\bleads?\s+to\b|\bresults?\s+in\b|"
     r"\btoo\s+(?:long|large|big|high)\b|\bdefault\b|导致|引起|造成|太长|过长|太大|过大|默认",
-    re.IGNORECASE,
+    _IA,
 )
 _LONG_CONTEXT = re.compile(
     r"\b(?:long|large|big|huge|longer|larger|full)\s+(?:context|ctx)|长上下文|长文本|"
     r"(?<![\w.])(?:3[2-9]|[4-9]\d|[1-9]\d{2,3})\s*[kK](?:\s*tokens?)?\s+(?:context|ctx)|"
     r"(?<![\w.])[1-9]\d{0,2}\s*[mM]\s+(?:context|ctx)",
-    re.IGNORECASE,
+    _IA,
 )
 _LARGE_VALUE = re.compile(
     rf"(?:{_KNOB_WORDS['max_model_len']})\s*(?:=|:|of|is|at)?\s*"
     r"(?P<n>\d{5,8}|\d{2,4}\s*[kK])(?![\w.])",
-    re.IGNORECASE,
+    _IA,
 )
 
 

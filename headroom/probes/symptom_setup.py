@@ -25,6 +25,10 @@ import re
 
 __all__ = ["GPU_NAME", "gpu_memory_gib", "gpu_names", "model_names"]
 
+# ASCII word classes: a Chinese character beside an English word ("报错OOM", "会OOM",
+# "有8 GPUs") is not a word character that blocks \b or a lookaround.
+_IA = re.IGNORECASE | re.ASCII
+
 _MAX_CHARS = 2000
 _MAX_NAMES = 8
 
@@ -44,14 +48,14 @@ _FAMILY = "|".join(sorted((re.escape(f) for f in _FAMILIES), key=len, reverse=Tr
 _NAME_WORD = re.compile(
     rf"(?<![A-Za-z0-9_./-])((?:[A-Za-z0-9][A-Za-z0-9_.-]*/){{0,2}}(?:{_FAMILY})(?=[\d\s._-]|$)"
     r"[A-Za-z0-9_.+-]*)",
-    re.IGNORECASE,
+    _IA,
 )
 # A name written in words: the family (and its version) then a version, a size or a variant
 # each in its own word ("llama 3.2 3b", "Qwen2.5 7B", "qwen2.5vl 7B", "Yi 34B chat").
 _PART_WORD = r"(?:\d+(?:\.\d+)?[bBmMkK]?|v\d[\w.]*|vl|chat|instruct|it|coder|vision|moe|a\d+b)"
 _NAME_PHRASE = re.compile(
     rf"(?<![A-Za-z0-9_./-])((?:{_FAMILY})[A-Za-z0-9_.-]*(?:[ ]+{_PART_WORD}(?![A-Za-z0-9_.-])){{1,3}})",
-    re.IGNORECASE,
+    _IA,
 )
 
 # NVIDIA's names as people write them. Datacenter: longest first so "H200" is not read "H20".
@@ -68,7 +72,7 @@ GPU_NAME = (
 _GPU_NAME = re.compile(
     rf"(?:(?<![A-Za-z0-9_.-])|(?<=\d[xX×*]))(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?({_DATACENTER}|{_GEFORCE})(?:s\b)?"
     r"(?![A-Za-z0-9_.])",
-    re.IGNORECASE,
+    _IA,
 )
 # A size with its unit: "24G", "24GB", "24 GB", "80GiB", "16gb", "12G".
 _SIZE = r"(?<![A-Za-z0-9_.])(\d{1,3}(?:\.\d)?)\s*(?:G|GB|GiB)(?![A-Za-z])"
@@ -78,14 +82,14 @@ _MEMORY = re.compile(
     rf"{_SIZE}\s*(?:的)?\s*(?:of\s+)?{_MEMORY_WORD}|"
     # "显存24G", "显存为 24GB", "VRAM: 24GB", "GPU memory of 24 GB", "24564MiB" is not read
     rf"(?:显存|VRAM|GPU\s+memory|video\s+memory)\s*(?:为|是|只有|仅|:|：|of|is)?\s*{_SIZE}",
-    re.IGNORECASE,
+    _IA,
 )
 # A size beside a GPU name: "A100 80G", "A100-40GB", "4090 24G", "V100(32G)", "a 3060 with
 # 12G", "96GB H100".
 _NAMED_SIZE = re.compile(
     rf"(?:{_DATACENTER}|{_GEFORCE})(?:[\s_-]*(?:SXM\d?|PCIe|NVL))?(?:[\s_(（-]*|\s+with\s+){_SIZE}|"
     rf"{_SIZE}[\s-]*(?:NVIDIA\s+)?(?:{_DATACENTER}|{_GEFORCE})(?![A-Za-z0-9_.])",
-    re.IGNORECASE,
+    _IA,
 )
 _MAX_GIB = 300.0  # no single GPU has more (B200: 180 GiB); a larger size is not one GPU's
 

@@ -30,6 +30,10 @@ from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_pr
 
 __all__ = ["symptom_of_line", "text_symptoms"]
 
+# ASCII word classes: a Chinese character beside an English word ("报错OOM", "会OOM",
+# "有8 GPUs") is not a word character that blocks \b or a lookaround.
+_IA = re.IGNORECASE | re.ASCII
+
 _MAX_CHARS = 2000  # a sentence or a title; the rest of a pasted megabyte line is not words
 
 # "OOM", "OOMs", "OOM'd", "OOMing", "CUDA OOM", "GPU-OOM": the word alone, not "OOMKilled",
@@ -56,21 +60,21 @@ _KV_PHRASES = (
     # Chinese: "KV cache不足", "KV缓存空间不够", "kv cache 太小"
     rf"(?:{_KV_CACHE}|KV\s*缓存)\s*的?\s*(?:空间|内存|显存|容量)?\s*(?:不足|不够|太小|过小)",
 )
-_OOM = re.compile("|".join(f"(?:{p})" for p in _OOM_PHRASES), re.IGNORECASE)
-_KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), re.IGNORECASE)
+_OOM = re.compile("|".join(f"(?:{p})" for p in _OOM_PHRASES), _IA)
+_KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), _IA)
 
 # Host memory, the kernel's OOM killer or a JVM's heap: no GPU knob fixes these.
 _HOST_MEMORY = re.compile(
     r"(?<!GPU )(?<!video )\bRAM\b|\bCPU\b|\bhost\s+memory|\bsystem\s+memory|\bSMEM\b|"
     r"shared\s+memory|/dev/shm|\bshm\b|\bswap\b|\bdisk\b|oom[-_ ]?kill|\bKilled\b|"
     r"exit\s+code\s+137|\bcgroup|java\.lang|\bheap\b|(?<!CUDA)(?<!GPU)(?<!显卡)(?<!CUDA )(?<!GPU )内存",
-    re.IGNORECASE,
+    _IA,
 )
 # A hedge or a negation in the clause before the symptom: advice or a wish, not a report.
 _HEDGE = re.compile(
     r"\b(?:may|might|could|would|can|cannot|can't|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|"
     r"risk(?:s|ed|ing)?|if|whether|without|no|not|never|reduce[sd]?|reducing)\b[^.;:!?]*$",
-    re.IGNORECASE,
+    _IA,
 )
 # The same in Chinese, within the clause: "如何避免显存不足" (how to avoid), "是否会爆显存"
 # (whether), "可能显存不够" (may), "不会显存溢出" (will not).

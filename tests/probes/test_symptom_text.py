@@ -37,6 +37,9 @@ OOM_WORDS = [
     "显存爆了",
     "CUDA内存不足",
     "Out-Of-Memory with long prompts",
+    # "OOM" right after a Chinese character: no word boundary is lost to it
+    "8张A800的显存，启动huggingface版本都是OK的，但是vllm却报错OOM?",  # QwenLM/Qwen3#67
+    "Qwen2-VL 7B按理说80G的显存是能跑下的，但实际部署时推理会OOM",  # InternLM/lmdeploy#2565
 ]
 
 KV_WORDS = [
