@@ -114,6 +114,7 @@ async def test_simulator_starts_with_notes_and_the_cluster_is_read_while_startin
         await sup.stop()
         assert probe.reads <= reads_when_ready + 1  # no reading once it serves
     finally:
+        await sup.stop()  # a failed assertion above must not leave the simulator running
         await sup.close()
 
 
