@@ -56,6 +56,16 @@ _ABOVE_DERIVED = re.compile(
     r"User-specified max_model_len \((?P<len>\d+)\) is greater than the derived "
     r"max_model_len(?: \((?P<key>\w+)=(?P<derived>[\d.]+))?"
 )
+# vllm/config/vllm.py VllmConfig (0.20.0, 0.25.1): a hybrid (Mamba) model with prefix caching
+# keeps its state per block ("align" mode), its attention block size raised to the state's page
+# (thousands of tokens), and "In Mamba cache align mode, block_size (2096) must be <=
+# max_num_batched_tokens (2048)." (vllm#36734: the default 2048 below a 2096-token block).
+# Align mode comes with prefix caching only (0.25.1 model_executor/models/config.py
+# MambaModelConfig: "none" when prefix caching is disabled).
+_MAMBA_ALIGN = re.compile(
+    r"In Mamba cache align mode, block_size \((?P<block_size>\d+)\) must be <=\s*"
+    r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\)"
+)
 # max_num_batched_tokens defaults that became prompt limits: 2560 (0.1.x), 2048 (chunked
 # prefill's default when max_model_len > 32K, 0.4-0.7).
 _BATCHED_DEFAULTS = (2560, 2048)
@@ -271,5 +281,46 @@ def _mm_item_without_numbers(batched: int | None, line: str) -> list[Finding]:
                     "a larger activation peak per step",
                 ),
             ),
+        )
+    ]
+
+
+def mamba_align_block_above_batch(ctx) -> list[Finding]:
+    """A hybrid model's align-mode block (prefix caching) larger than one scheduler step:
+    max_num_batched_tokens up to the block size (rounded up to 256), or prefix caching off
+    (then the Mamba cache needs no aligned blocks)."""
+    found = first_match(ctx, _MAMBA_ALIGN)
+    if found is None:
+        return []
+    fields, line = found
+    block, batched = int(fields["block_size"]), int(fields["max_num_batched_tokens"])
+    value = -(-block // 256) * 256
+    acts = (
+        Action(
+            "max_num_batched_tokens",
+            "raise",
+            value,
+            f"a step must hold one whole {block:,}-token block of the Mamba state in align "
+            f"mode; {batched:,} cannot",
+            "a larger activation peak per step (profiled at start-up)",
+        ),
+        Action(
+            "enable_prefix_caching",
+            "set",
+            False,
+            "align mode is prefix caching's layout of the Mamba state: without it the "
+            "block size no longer binds the step",
+            "no prefix caching: repeated prompt prefixes are computed again",
+        ),
+    )
+    return [
+        Finding(
+            "mamba-align-block-above-batch",
+            4,
+            "error",
+            f"The hybrid model's {block:,}-token align-mode block is larger than "
+            f"max_num_batched_tokens {batched:,}",
+            (line[:400],),
+            acts,
         )
     ]

@@ -20,6 +20,7 @@ from headroom.doctor.estimate_error import fit_range
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 from headroom.doctor.rules_kv_pin import pinned_kv_start_failed
+from headroom.doctor.rules_lengths import mamba_align_block_above_batch
 from headroom.doctor.rules_no_cache import no_cache_memory
 from headroom.doctor.v0_profile import chunked_closes, chunked_prefill_action
 from headroom.doctor.versions import cudagraph_in_budget, effective_version
@@ -300,6 +301,7 @@ RULES = (
     max_seq_len_exceeds_kv,
     no_cache_memory,
     pinned_kv_start_failed,
+    mamba_align_block_above_batch,
     kv_capacity_thin,
     predicted_misfit,
 )
