@@ -24,6 +24,33 @@ from headroom.doctor.rules_preflight import lowest_holding_tp, sizing
 _TP_COST = "more GPUs, and an all-reduce on every layer"
 
 
+# Log kinds that show the engine got past the start-up profile: it sized a KV cache or served
+PROFILED = frozenset(
+    {
+        "kv_memory_available", "kv_memory_reserved", "kv_cache_tokens", "kv_cache_blocks",
+        "max_concurrency", "memory_summary", "cuda_graph_memory", "startup_complete", "stats",
+        "preemption", "no_cache_memory", "max_seq_len_exceeds_kv",
+    }
+)  # fmt: skip
+
+
+# The KV cache's block count, V0's "# GPU blocks: N, # CPU blocks: M" and V1's (0.6.5-0.7,
+# v1/executor/uniproc_executor.py and ray_executor.py) "# GPU blocks: N" alone: logged once
+# the profile passed and the cache was sized.
+_BLOCKS_LINE = "# GPU blocks: "
+
+
+def past_profile(ctx, event=None) -> bool:
+    """Whether the log shows the start-up profile passed (before `event`, when given)."""
+    events = ctx.events
+    if event is not None and event in events:
+        events = events[: events.index(event)]
+    if any(e.kind in PROFILED for e in events):
+        return True
+    before = ctx.lines_before(event, count=400) if event is not None else ctx.raw_lines
+    return any(_BLOCKS_LINE in line for line in before)
+
+
 def _number(fields, key: str) -> float | None:
     value = fields.get(key)
     return float(value) if isinstance(value, int | float) and value > 0 else None
@@ -67,6 +94,8 @@ def idle_gpus(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
     budget at start-up: spread the model over them (module docstring)."""
     if phase not in ("unknown", "activation") or event.fields.get("from_words"):
         return None
+    if past_profile(ctx, event):
+        return None  # the weights and the profile fit at this TP: what overflowed came later
     at_hand, world = gpus_at_hand(ctx), _world(ctx)
     if at_hand is None or at_hand[0] <= world[0]:
         return None

@@ -35,16 +35,9 @@ from headroom.doctor.oom_lengths import (
     model_in_words,
     whole_prompt_profile,
 )
+from headroom.doctor.oom_sizes import past_profile
 from headroom.doctor.rules_preflight import model_name
 
-# Log kinds that show the engine got past the start-up profile (it sized a KV cache or served)
-_PROFILED = frozenset(
-    {
-        "kv_memory_available", "kv_memory_reserved", "kv_cache_tokens", "kv_cache_blocks",
-        "max_concurrency", "memory_summary", "cuda_graph_memory", "startup_complete", "stats",
-        "preemption", "no_cache_memory", "max_seq_len_exceeds_kv",
-    }
-)  # fmt: skip
 _WHY = "the start-up profile (or the KV cache) must hold one request of max_model_len"
 
 
@@ -101,7 +94,7 @@ def _release_line(whole: bool | None, why: str) -> str:
 def long_context(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
     """A CUDA OOM at start-up with a max_model_len over 32K that the profile runs whole (or
     said in words): lower max_model_len (module docstring)."""
-    if phase not in ("unknown", "activation"):
+    if phase not in ("unknown", "activation") or past_profile(ctx, event):
         return None
     words = bool(event.fields.get("from_words"))
     given = model_name(ctx)
@@ -130,7 +123,7 @@ def long_context(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
 def long_context_profile(ctx) -> list[Finding]:
     """No OOM in the log yet: the release will profile one whole max_model_len prefill over
     32K that the GPU cannot hold (or that nothing shows it can)."""
-    if ctx.of("cuda_oom") or any(e.kind in _PROFILED for e in ctx.events):
+    if ctx.of("cuda_oom") or past_profile(ctx):
         return []
     length = length_in_force(ctx)
     if length is None or length.tokens <= LONG_CONTEXT:

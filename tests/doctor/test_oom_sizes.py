@@ -103,6 +103,16 @@ def test_an_oom_on_a_later_rank_does_not_say_tp_1():
     assert _findings(rank3, gpus="8xA6000")[0].id != "cuda-oom-idle-gpus"
 
 
+def test_an_oom_after_the_kv_cache_was_sized_is_not_spread():
+    """The KV cache's block count logged before the OOM (vllm#11210's V1 line, 0.6.5): the
+    weights and the profile fitted at this TP, what overflowed came later."""
+    blocks = _incident_log("vllm-project--vllm--11210").splitlines()[0]
+    assert "# GPU blocks" in blocks
+    top = _findings(blocks + "\n" + FULL_A6000, gpus="8xA6000")[0]
+    assert top.id != "cuda-oom-idle-gpus"
+    assert not any(knob == "tensor_parallel_size" for knob, _ in _turns(top))
+
+
 def test_small_known_weights_are_not_helped_by_more_gpus():
     """Qwen2-7B's ~14 GiB is under half the budget of a 48 GiB GPU: the idle GPUs are not
     what is missing, the table's OOM order stands."""
