@@ -52,6 +52,15 @@ _OLD_TORCH_RELEASE = "0.3.3"  # the last release read that pins torch 2.1
 # outside the budget (versions.RELEASE_TABLE): 0.9.2 is the one read.
 _OLD_ENGINE_CORE = re.compile(r"\(EngineCore_\d+ pid=\d+\)")
 _OLD_ENGINE_CORE_RELEASE = "0.9.2"
+# A release a person names in a title or a sentence ("0.4.3 error CUDA error: ...", "in vllm
+# 0.2.7", "(v0.16.0)"): only for a log of a few lines (words, not a log), beside "vllm", after
+# a "v", or first on the line; one release only ("works with 0.7.2, OOM on 0.8.3" names two).
+_NAMED_RELEASE = re.compile(
+    r"(?:(?:vllm|VLLM)[\s=:-]*v?|(?<![\w.])v|^)(0\.(?:[2-9]|[1-3]\d)\.\d{1,2}(?:\.post\d+)?)(?![\w.])",
+    re.IGNORECASE,
+)
+_ANY_RELEASE = re.compile(r"(?<![\w.])v?(0\.\d{1,2}\.\d{1,2}(?:\.post\d+)?)(?![\w.])")
+_WORDS_MAX_LINES = 3
 
 
 @dataclass
@@ -175,6 +184,11 @@ class Context:
             return _OLD_TORCH_RELEASE
         if any(_OLD_ENGINE_CORE.search(line) for line in self.raw_lines[:5000]):
             return _OLD_ENGINE_CORE_RELEASE
+        if len(self.raw_lines) <= _WORDS_MAX_LINES:
+            named = {m.group(1) for line in self.raw_lines for m in _NAMED_RELEASE.finditer(line)}
+            every = {m.group(1) for line in self.raw_lines for m in _ANY_RELEASE.finditer(line)}
+            if len(named) == 1 and every <= named and parse_version(next(iter(named))):
+                return next(iter(named))  # another x.y.z beside it: an upgrade story, or noise
         return None
 
     @cached_property

@@ -13,8 +13,11 @@ Two families:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
+from headroom.doctor.kernel_workarounds import illegal_memory_workaround
 
 
 def _first(ctx, kind: str, *signatures: str):
@@ -305,15 +308,15 @@ def not_config_failures(ctx) -> list[Finding]:
         )
     event = _first(ctx, "cuda_illegal_memory")
     if event is not None:
-        out.append(
-            _not_config(
-                "cuda-illegal-memory",
-                "A CUDA kernel touched memory it does not own: a bug, upgrade vLLM",
-                event,
-                "not a configuration problem; CUDA_LAUNCH_BLOCKING=1 names the kernel, and "
-                "--enforce-eager rules CUDA graphs in or out",
-            )
+        finding = _not_config(
+            "cuda-illegal-memory",
+            "A CUDA kernel touched memory it does not own: a bug, upgrade vLLM",
+            event,
+            "not a configuration problem; CUDA_LAUNCH_BLOCKING=1 names the kernel, and "
+            "--enforce-eager rules CUDA graphs in or out",
         )
+        workaround = illegal_memory_workaround(ctx)  # a V0 release's known workaround
+        out.append(replace(finding, actions=(workaround,)) if workaround else finding)
     return out
 
 

@@ -26,7 +26,13 @@ from headroom.doctor.versions import parse_version
 # to 0.11.0): above 0.7 x RAM it refuses, above 0.4 x RAM it warns.
 _SWAP_WARN_SHARE = 0.4
 _DEFAULT_SWAP_GIB = 4.0  # --swap-space's default in every release that has it
-_ENGINE_USE_RAY_UNTIL = (0, 6, 0)  # --engine-use-ray: 0.2 to 0.5 (removed in 0.6)
+# --engine-use-ray: in arg_utils.py from 0.2.7 to 0.6.1 (0.5.5-0.6.1 refuse it unless
+# VLLM_ALLOW_ENGINE_USE_RAY=1: async_llm_engine.py), gone in 0.6.2 (the wheels).
+_ENGINE_USE_RAY_UNTIL = (0, 6, 2)
+# VLLM_WORKER_MULTIPROC_METHOD (envs.py): read from 0.4.2; its default is "spawn" in
+# 0.4.2-0.5.0.post1 and "fork" from 0.5.1 on (0.6.3+ switch to spawn by themselves when they
+# see CUDA initialised: multiproc_gpu_executor.py, later utils._check_multiproc_method).
+_FORK_DEFAULT_SINCE = (0, 5, 1)
 
 
 def _first(ctx, *kinds: str):
@@ -120,7 +126,7 @@ def ray_driver_without_gpu(ctx) -> list[Finding]:
     event = _first(ctx, "ray_driver_without_gpu")
     if event is None:
         return []
-    # Only 0.2-0.5 had --engine-use-ray, and the text is the same from 0.2.7 to 0.7.3: offered
+    # Only 0.2.7-0.6.1 had --engine-use-ray, and the text is the same from 0.2.7 to 0.7.3: offered
     # only when the release is known. Otherwise the fix is where vLLM starts (the text's own
     # advice), and a library that drives vLLM from a Ray actor places that actor.
     version = parse_version(ctx.version)
@@ -140,8 +146,8 @@ def ray_driver_without_gpu(ctx) -> list[Finding]:
                 "engine_use_ray",
                 "set",
                 True,
-                "up to vLLM 0.5 the engine can run as a Ray actor that Ray places on a GPU node "
-                "(0.5 also needs VLLM_ALLOW_ENGINE_USE_RAY=1; removed in 0.6)",
+                "up to vLLM 0.6.1 the engine can run as a Ray actor that Ray places on a GPU node "
+                "(0.5.5-0.6.1 also need VLLM_ALLOW_ENGINE_USE_RAY=1; removed in 0.6.2)",
                 "one more process hop for every request",
             ),
         )
@@ -277,18 +283,40 @@ def fp8_kv_scale_unsupported(ctx) -> list[Finding]:
 
 def cuda_forked_subprocess(ctx) -> list[Finding]:
     """torch's "Cannot re-initialize CUDA in forked subprocess": the script touched CUDA before
-    vLLM forked its worker processes (TP > 1 with the multiprocessing executor)."""
+    vLLM forked its worker processes (TP > 1 with the multiprocessing executor). From 0.5.1 vLLM
+    forks by default and VLLM_WORKER_MULTIPROC_METHOD=spawn is the fix (fastchat #3507); in
+    0.4.2-0.5.0.post1 vLLM already spawns, so the fork is the program's own (vllm #6152: "you
+    might initialized cuda before using vLLM") and no setting of vLLM's changes it."""
     event = _first(ctx, "cuda_forked_subprocess")
     if event is None:
         return []
-    evidence = (
+    version = parse_version(ctx.version)
+    spawns_already = version is not None and version < _FORK_DEFAULT_SINCE
+    evidence = [
         event.line.strip()[:400],
-        "the program used CUDA (torch.cuda, a model on the GPU) before vLLM forked its workers: "
-        "create the vLLM engine first, or export VLLM_WORKER_MULTIPROC_METHOD=spawn (vLLM 0.6+ "
-        "switches to spawn by itself when it sees CUDA initialised); no engine argument changes it",
-    )
+        "the program used CUDA (torch.cuda, a model on the GPU) before a process was forked: "
+        'create the vLLM engine first, under `if __name__ == "__main__":`',
+    ]
+    acts: tuple[Action, ...] = ()
+    if spawns_already:
+        evidence.append(
+            f"vLLM {ctx.version} starts its workers with spawn already (its default until "
+            "0.5.1): the fork is the program's own (its multiprocessing, a DataLoader)"
+        )
+    else:
+        acts = (
+            Action(
+                "VLLM_WORKER_MULTIPROC_METHOD",
+                "set",
+                "spawn",
+                "vLLM's workers start fresh instead of forking a process that already holds "
+                "CUDA (fork is vLLM's default from 0.5.1; 0.6.3+ switch by themselves when they "
+                "see CUDA in use, so there the fork may be the program's own)",
+                'slower worker start; a script needs its `if __name__ == "__main__":` guard',
+            ),
+        )
     title = "CUDA was initialised before vLLM forked its workers"
-    return [Finding("cuda-forked-subprocess", None, "error", title, evidence, ())]
+    return [Finding("cuda-forked-subprocess", None, "error", title, tuple(evidence), acts)]
 
 
 def vllm_reported_bug(ctx) -> list[Finding]:

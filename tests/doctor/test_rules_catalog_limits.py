@@ -72,13 +72,14 @@ def test_a_swap_that_ran_out_raises_swap_space_never_lowers_it():
 
 def test_ray_driver_without_gpu_offers_engine_use_ray_on_the_releases_that_have_it():
     old = BY_ID["ray_driver_no_gpu"].examples[0]  # the 0.2.7-0.7.3 wording
-    for version in ("0.4.3", "0.5.5"):
+    for version in ("0.4.3", "0.5.5", "0.6.1"):  # arg_utils.py has the flag up to 0.6.1
         f = _finding(old, "ray-driver-without-gpu", version=version)
         assert _turns(f) == [("engine_use_ray", "set")] and f.actions[0].value is True
 
 
 @pytest.mark.parametrize(
-    ("example", "version"), [(0, None), (0, "0.6.4.post1"), (1, None), (2, None), (2, "0.5.5")]
+    ("example", "version"),
+    [(0, None), (0, "0.6.2"), (0, "0.6.4.post1"), (1, None), (2, None), (2, "0.5.5")],
 )
 def test_ray_driver_without_gpu_names_no_flag_the_release_may_lack(example, version):
     """The same text from 0.2.7 to 0.7.3: without the release, --engine-use-ray (0.2-0.5) is not
@@ -273,12 +274,26 @@ def test_fp8_kv_scales_vllm_cannot_load_turn_no_knob():
     assert "upgrade" in top.title
 
 
-def test_cuda_before_the_fork_names_the_start_method_and_turns_no_knob():
-    top = _diagnose(
-        BY_ID["cuda_forked_subprocess"].examples[0], ["vllm", "serve", "m", "-tp", "2"]
-    )[0]
-    assert top.id == "cuda-forked-subprocess" and top.actions == ()
-    assert any("VLLM_WORKER_MULTIPROC_METHOD=spawn" in e for e in top.evidence)
+def test_cuda_before_the_fork_sets_the_spawn_start_method_where_vllm_forks():
+    """VLLM_WORKER_MULTIPROC_METHOD defaults to fork from 0.5.1 (envs.py of the wheels):
+    spawn is the fix there and for an unknown release (fastchat #3507)."""
+    text = BY_ID["cuda_forked_subprocess"].examples[0]
+    for version in (None, "0.5.5", "0.6.2", "0.8.5"):
+        top = _diagnose(text, ["vllm", "serve", "m", "-tp", "2"], version=version)[0]
+        assert top.id == "cuda-forked-subprocess"
+        assert [(a.knob, a.direction, a.value) for a in top.actions] == [
+            ("VLLM_WORKER_MULTIPROC_METHOD", "set", "spawn")
+        ]
+
+
+def test_cuda_before_the_fork_turns_no_knob_where_vllm_spawns_already():
+    """0.4.2-0.5.0.post1 spawn by default (vllm #6152 on 0.5.0.post1: the fork is the
+    program's own), and before 0.4.2 vLLM reads no such variable."""
+    text = BY_ID["cuda_forked_subprocess"].examples[0]
+    for version in ("0.4.3", "0.5.0.post1", "0.3.3"):
+        top = _diagnose(text, ["vllm", "serve", "m", "-tp", "2"], version=version)[0]
+        assert top.id == "cuda-forked-subprocess" and top.actions == ()
+        assert any("spawn already" in e for e in top.evidence)
 
 
 # --- the memory gate's other wordings; a utilization above 1; features a release cannot combine ---
