@@ -47,18 +47,23 @@ def _heads_known(ctx, words: WordFacts) -> int | None:
 
 def one_gpu_of_several(ctx) -> list[Finding]:
     """Out of memory on one GPU while the machine has more: the table's step 1 (memory
-    accounting -> the lowest TP that holds the model) says spread it over them."""
+    accounting -> the lowest TP that holds the model) says spread it over them. Without a
+    memory symptom, words that contrast one GPU at work with several configured ("vllm多卡启动
+    显示成功，但是实际上只有一张显卡被占用") get the threads' answer to that: a TP over the
+    GPUs at hand (vLLM runs on TP x PP GPUs whatever is visible)."""
     words = _words(ctx)
     if words is None or not words.one_gpu_in_use:
         return []
     if not (words.one_gpu_of_several or (ctx.gpu_count or 0) > 1):
         return []  # neither the words nor --gpus say there are more GPUs
     said = _said_symptoms(ctx, "cuda_oom", "no_cache_memory")
-    if not said or ctx.knobs.tp * ctx.knobs.pp > 1:
-        return []  # no memory symptom, or the command line already spreads the model
+    if ctx.knobs.tp * ctx.knobs.pp > 1:
+        return []  # the command line already spreads the model
     at_hand = ctx.gpu_count or words.gpus_at_hand
     if at_hand is not None and at_hand < 2:
         return []  # --gpus says one GPU: the words' "several" is not this machine
+    if not said:
+        return _idle_gpus(ctx, words, at_hand)
     heads = _heads_known(ctx, words)
     limit = at_hand or 2
     candidates = [t for t in range(2, limit + 1) if not heads or heads % t == 0]
@@ -89,6 +94,30 @@ def one_gpu_of_several(ctx) -> list[Finding]:
             (action,),
         )
     ]
+
+
+def _idle_gpus(ctx, words: WordFacts, at_hand: int | None) -> list[Finding]:
+    """One GPU at work of several, no failure: TP over the GPUs the heads allow."""
+    if not words.one_gpu_of_several or not at_hand:
+        return []  # the words themselves must contrast one GPU with a count of several
+    heads = _heads_known(ctx, words)
+    candidates = [t for t in range(2, at_hand + 1) if not heads or heads % t == 0]
+    if ctx.model is not None:
+        candidates = [t for t in candidates if t in A.valid_tps(ctx.model, at_hand)]
+    if not candidates:
+        return []
+    value = candidates[-1]
+    action = A.raise_tp(ctx, value, f"vLLM runs on TP x PP GPUs: TP {value} puts {value} to work")
+    if action is None:
+        return []
+    evidence = (
+        words.text[:400],
+        f"the words say one GPU does the work while the machine has {at_hand}",
+        f"TP {ctx.knobs.tp} x PP {ctx.knobs.pp} on the command line: vLLM uses that many GPUs",
+    )
+    return [Finding("words-one-gpu-used", 1, "warning",
+                    f"One GPU of {at_hand} at work: tensor parallelism uses the others",
+                    evidence, (action,))]  # fmt: skip
 
 
 def heads_over_gpus(ctx) -> list[Finding]:

@@ -31,6 +31,7 @@ _ID_ORDER = (
     "cuda-oom-weights",
     # an OOM said on one GPU of several (rules_words): the lowest TP, before the generic OOM
     "words-one-gpu-of-several",
+    "words-one-gpu-used",
     "predicted-no-kv-memory",
     "world-size-too-large",
     "pp-unsupported",

@@ -82,6 +82,52 @@ def test_no_tp_raise_without_one_gpu_of_several_and_a_memory_symptom(log, comman
     assert "words-one-gpu-of-several" not in _ids(_diagnose(log, command, gpus))
 
 
+@pytest.mark.parametrize(
+    ("log", "gpus", "tp"),
+    [
+        # chatchat-space/Langchain-Chatchat#3202 (title); two GPUs in its config ('gpus': '0,1')
+        ("[BUG] vllm多卡启动显示成功，但是实际上只有一张显卡被占用", "2xRTX4090", 2),
+        # chatchat-space/Langchain-Chatchat#3300 (title): two configured, one occupied
+        (
+            "vllm模式启动，配置使用2个gpu，为什么只占用一块gpu，以下是server_config.py详细配置信息",
+            None,
+            2,
+        ),
+    ],
+)
+def test_one_gpu_at_work_of_several_without_a_failure_spreads_over_them(log, gpus, tp):
+    d = _diagnose(log, None, gpus)
+    top = d.findings[0]
+    assert top.id == "words-one-gpu-used" and top.severity == "warning"
+    assert (top.actions[0].knob, top.actions[0].direction, top.actions[0].value) == (
+        "tensor_parallel_size",
+        "raise",
+        tp,
+    )
+
+
+@pytest.mark.parametrize(
+    ("log", "command"),
+    [
+        # the words do not count the GPUs, and nothing else does
+        ("[BUG] vllm多卡启动显示成功，但是实际上只有一张显卡被占用", None),
+        # the command line already spreads the model
+        (
+            "vllm模式启动，配置使用2个gpu，为什么只占用一块gpu，以下是server_config.py详细配置信息",
+            "--tensor-parallel-size 2",
+        ),  # fmt: skip
+        # vllm-project/vllm#6156 (title): three of four GPUs at work is another matter
+        (
+            "[Bug]: When starting deepseek-coder-v2-lite-instruct with vllm on 4 GPUs, one of them "
+            "is at 0%.",
+            None,
+        ),  # fmt: skip
+    ],
+)
+def test_no_idle_gpu_finding_without_a_count_or_when_tp_is_set(log, command):
+    assert "words-one-gpu-used" not in _ids(_diagnose(log, command))
+
+
 # --- heads the GPUs do not divide: TP that divides, PP across the rest ------------------------
 
 
