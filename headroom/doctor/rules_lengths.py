@@ -13,6 +13,7 @@ import re
 
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.refusal_match import catalog_event, first_match
+from headroom.doctor.versions import has_chunked_prefill, parse_version
 
 # The scheduler (V0 vllm/core/scheduler.py, V1 vllm/v1/core/sched/scheduler.py): "Input
 # prompt (%d tokens) is too long and exceeds limit of %d". V0's limit is max_model_len, or
@@ -207,6 +208,7 @@ def batched_tokens_below_max_model_len(ctx) -> list[Finding]:
             f"or accept prompts of at most {batched:,} tokens",
             "longer requests are rejected",
         ),
+        *_chunked_instead(ctx),
     )
     return [
         Finding(
@@ -218,6 +220,24 @@ def batched_tokens_below_max_model_len(ctx) -> list[Finding]:
             acts,
         )
     ]
+
+
+def _chunked_instead(ctx) -> tuple[Action, ...]:
+    """The check holds only with chunked prefill off (config.py SchedulerConfig._verify_args,
+    0.5.4-0.7.3: `... and not self.chunked_prefill_enabled`): turning it on keeps both
+    numbers. Not before 0.4.0, which has no such flag (versions.RELEASE_TABLE)."""
+    version = parse_version(ctx.version)
+    if version is not None and not has_chunked_prefill(version):
+        return ()
+    return (
+        Action(
+            "enable_chunked_prefill",
+            "set",
+            True,
+            "the check holds only without chunked prefill: with it a prompt is split over steps",
+            "prompts prefill in chunks: a little slower to the first token",
+        ),
+    )
 
 
 def multimodal_item_above_batch(ctx) -> list[Finding]:

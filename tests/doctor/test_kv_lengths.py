@@ -46,3 +46,22 @@ def test_the_raise_always_holds_the_block(block, batched):
     top = next(f for f in d.findings if f.id == "mamba-align-block-above-batch")
     value = top.actions[0].value
     assert value >= block and value % 256 == 0 and value - block < 256
+
+
+def test_batched_below_length_also_offers_chunked_prefill_where_it_exists():
+    """V0's SchedulerConfig raises it only with chunked prefill off (0.5.4-0.7.3 config.py):
+    the third way out, after the two the message names; none before 0.4.0."""
+    text = (
+        "ValueError: max_num_batched_tokens (8192) is smaller than max_model_len (131072). "
+        "This effectively limits the maximum sequence length to max_num_batched_tokens and "
+        "makes vLLM reject longer sequences. Please increase max_num_batched_tokens or "
+        "decrease max_model_len."
+    )
+    top = diagnose(DoctorInputs(log=text)).findings[0]
+    assert [a.knob for a in top.actions] == [
+        "max_num_batched_tokens",
+        "max_model_len",
+        "enable_chunked_prefill",
+    ]
+    old = diagnose(DoctorInputs(log=text, vllm_version="0.3.3")).findings[0]
+    assert "enable_chunked_prefill" not in [a.knob for a in old.actions]
