@@ -10,10 +10,12 @@ from __future__ import annotations
 from headroom.doctor.model_rows import CHECKPOINT_QUANT, COMPUTED_PARAMS, COUNT_ARGS, shape_params
 from headroom.doctor.model_shapes_gemma_phi import GEMMA_PHI
 from headroom.doctor.model_shapes_llama import LLAMA
+from headroom.doctor.model_shapes_mistral import MISTRAL
+from headroom.doctor.model_shapes_moe import MOE
 from headroom.doctor.model_shapes_others import OTHERS
 from headroom.doctor.model_shapes_qwen import QWEN
 from headroom.doctor.model_shapes_qwen_next import QWEN_NEXT
 
-ALL = LLAMA + QWEN + QWEN_NEXT + GEMMA_PHI + OTHERS
+ALL = LLAMA + QWEN + QWEN_NEXT + GEMMA_PHI + MISTRAL + MOE + OTHERS
 
 __all__ = ["ALL", "CHECKPOINT_QUANT", "COMPUTED_PARAMS", "COUNT_ARGS", "shape_params"]

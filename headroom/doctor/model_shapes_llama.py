@@ -52,10 +52,10 @@ LLAMA = (
        128256, 131072, None, vision=0.85),
     # Llama 4 Maverick: MoE on every second layer (128 experts + a shared one of 8192), dense
     # MLP 16384 between; 400.71 B computed (text; this config copy omits vision_config).
-    row("Llama-4-Maverick-17B-128E", "Llama4ForConditionalGeneration", 48, 5120, 8192, 40, 8, 128,
-       202048, 1048576, 400.71, ["llama-4-maverick", "llama-4-maverick-17b-128e-instruct"],
+    row("Llama-4-Maverick-17B-128E", "Llama4ForConditionalGeneration", 48, 5120, 16384, 40, 8,
+       128, 202048, 1048576, 400.71, ["llama-4-maverick", "llama-4-maverick-17b-128e-instruct"],
        num_experts=128, moe_intermediate_size=8192, num_experts_per_token=1,
-       num_shared_experts=1, shared_expert_intermediate_size=8192),
+       num_shared_experts=1, shared_expert_intermediate_size=8192, dense_layers=24),
     # Yi: the Llama architecture with its own shape.
     row("Yi-34B", L, 60, 7168, 20480, 56, 8, 128, 64000, 4096, None),
     # Llama 4 Scout: every layer MoE (16 experts, top-1, plus one shared expert of 8192); the

@@ -55,7 +55,8 @@ QWEN = (
     row("Qwen3-VL-32B", "Qwen3VLForConditionalGeneration", 64, 5120, 25600, 64, 8, 128, 151936,
        262144, None, vision=0.60),
     row("Qwen3-VL-30B-A3B", "Qwen3VLMoeForConditionalGeneration", 48, 2048, 6144, 32, 4, 128,
-       151936, 262144, 31.07, num_experts=128, moe_intermediate_size=768, num_experts_per_token=8),
+       151936, 262144, 30.53, num_experts=128, moe_intermediate_size=768, num_experts_per_token=8,
+       vision=0.54),
     # Qwen3-Coder-30B-A3B is this shape with 262144 positions too (its FP8 copy's vLLM log:
     # "max seq len (262144)").
     row("Qwen3-30B-A3B-2507", Q3M, 48, 2048, 6144, 32, 4, 128, 151936, 262144, 30.53,
@@ -74,10 +75,13 @@ QWEN = (
     # merger, 0.68 B computed.
     row("Qwen2-VL-7B", "Qwen2VLForConditionalGeneration", 28, 3584, 18944, 28, 4, 128, 152064,
        32768, None, **QB, vision=0.68),
-    # MiniCPM-V 2.6: SigLIP-400M + Qwen2-7B, "a total of 8B parameters" (the model card).
-    row("MiniCPM-V-2.6", "MiniCPMV", 28, 3584, 18944, 28, 4, 128, 152064, 32768, 8.0),
-    # The 3B copy gives no tie_word_embeddings: counted untied, as transformers' default.
-    row("Qwen2.5-VL-3B", _QVL, 36, 2048, 11008, 16, 2, 128, 151936, 128000, None, **QB,
+    # MiniCPM-V 2.6: SigLIP-400M (and its resampler, 0.43 B) + Qwen2-7B: 8.05 B computed, "a
+    # total of 8B parameters" (the model card).
+    row("MiniCPM-V-2.6", "MiniCPMV", 28, 3584, 18944, 28, 4, 128, 152064, 32768, None, **QB,
+       vision=0.43),
+    # The 3B copy gives no tie_word_embeddings; its text model is Qwen2.5-3B's, which ties
+    # (untied, the count would be 4.07 B, a third past the name's 3B): counted tied, 3.76 B.
+    row("Qwen2.5-VL-3B", _QVL, 36, 2048, 11008, 16, 2, 128, 151936, 128000, None, **QB, **TIED,
        vision=0.67),
 )
 # fmt: on

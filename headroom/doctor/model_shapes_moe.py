@@ -1,0 +1,45 @@
+"""Built-in model shapes: large MoE models: DeepSeek V2/V3, Kimi, MiniMax, gpt-oss.
+
+Each row is read from the model's public config.json; where each number came from:
+docs/model_shapes_sources.md. The row format: headroom.doctor.model_rows.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor.model_rows import row
+
+# fmt: off
+MOE = (
+    # openai/gpt-oss: MXFP4 experts (the checkpoint's quant), half the layers
+    # sliding-window; 20b's count computed from the shape (experts and attention with biases).
+    row("gpt-oss-120b", "GptOssForCausalLM", 36, 2880, 2880, 64, 8, 64, 201088, 131072, 116.83,
+       num_experts=128, moe_intermediate_size=2880, num_experts_per_token=4, sliding_window=128,
+       quant="mxfp4", bits=4),
+    row("gpt-oss-20b", "GptOssForCausalLM", 24, 2880, 2880, 64, 8, 64, 201088, 131072, 20.91,
+       num_experts=32, moe_intermediate_size=2880, num_experts_per_token=4, sliding_window=128,
+       quant="mxfp4", bits=4),
+    row("DeepSeek-V3", "DeepseekV3ForCausalLM", 61, 7168, 18432, 128, 128, 128, 129280, 163840, 671.0,
+       ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
+       num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512,
+       qk_rope_head_dim=64, num_shared_experts=1, shared_expert_intermediate_size=2048,
+       dense_layers=3, q_lora=1536, nope=128, v_hd=128, quant="fp8", bits=8),
+    # Kimi K2: the DeepSeek-V3 layout with 384 experts and 64 heads; 1026.4 B computed.
+    row("Kimi-K2", "DeepseekV3ForCausalLM", 61, 7168, 18432, 64, 64, 128, 163840, 131072, 1026.41,
+       num_experts=384, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512,
+       qk_rope_head_dim=64, num_shared_experts=1, shared_expert_intermediate_size=2048,
+       dense_layers=1, q_lora=1536, nope=128, v_hd=128, quant="fp8", bits=8),
+    # MiniMax-M2.5 (M2 and M2.1 copies give the same shape): 256 experts of 1536, no shared
+    # one; 228.69 B computed; an fp8 checkpoint.
+    row("MiniMax-M2.5", "MiniMaxM2ForCausalLM", 62, 3072, 1536, 48, 8, 128, 200064, 196608,
+       228.69, ["minimax-m2", "minimax-m2.1"],
+       num_experts=256, moe_intermediate_size=1536, num_experts_per_token=8, quant="fp8", bits=8),
+    # DeepSeek-V2-Lite: MLA (no q LoRA), first layer dense, 64 routed + 2 shared experts;
+    # 15.71 B computed from the shape. DeepSeek-Coder-V2-Lite is further pre-training of a
+    # DeepSeek-V2 checkpoint (its card; 27 layers, 6 experts a token, 16 B): the same shape.
+    row("DeepSeek-V2-Lite", "DeepseekV2ForCausalLM", 27, 2048, 10944, 16, 16, 128, 102400, 163840,
+       15.71, num_experts=64, moe_intermediate_size=1408, num_experts_per_token=6,
+       kv_lora_rank=512, qk_rope_head_dim=64, num_shared_experts=2,
+       shared_expert_intermediate_size=1408, dense_layers=1, nope=128, v_hd=128,
+       aliases=["deepseek-coder-v2-lite"]),
+)
+# fmt: on
