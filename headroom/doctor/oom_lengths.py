@@ -68,8 +68,10 @@ def context_from_name(name: str) -> int | None:
     found = _CONTEXT_IN_NAME.findall(last)
     if not found:
         return None
-    number, unit = found[-1]
-    tokens = int(number) * (1024 if unit.lower() == "k" else 1024 * 1024)
+    number, unit = int(found[-1][0]), found[-1][1].lower()
+    if unit == "m" and number > 16:
+        return None  # "opt-125m", "SmolLM-360M": a parameter count, not a context
+    tokens = number * (1024 if unit == "k" else 1024 * 1024)
     return tokens if tokens >= 4096 else None
 
 

@@ -238,6 +238,18 @@ def test_a_long_context_name_finds_its_base_shape():
     assert long_name_shape("some-org/Unknown-7b-128k") is None
     assert context_from_name("glm-4-9b-chat-1m") == 1024 * 1024
     assert context_from_name("Llama-2-7b-hf") is None
+    # millions of parameters, not of tokens
+    assert context_from_name("facebook/opt-125m") is None
+    assert context_from_name("HuggingFaceTB/SmolLM-360M") is None
+    assert context_from_name("gradientai/Llama-3-8B-Instruct-Gradient-1048k") == 1048 * 1024
+
+
+@given(st.text(max_size=120))
+def test_a_model_named_in_words_is_part_of_the_words(text):
+    from headroom.doctor.oom_lengths import model_in_words
+
+    found = model_in_words(text)
+    assert found is None or found in text
 
 
 @given(st.text(max_size=80))
