@@ -34,7 +34,7 @@ from headroom.doctor.versions import parse_version
 from headroom.probes.symptom_hang import CommStall, HangWords, comm_stall, hang_words
 from headroom.probes.topology_verdict import tp_verdicts
 
-__all__ = ["RULES", "comms_hang"]
+__all__ = ["RULES", "comms_hang", "gpu_of", "ranked_fixes"]
 
 _CUSTOM_AR_SINCE = (0, 3, 0)  # vllm 0.3.0: model_executor/parallel_utils/custom_all_reduce.py
 _CHECKS = (
@@ -132,6 +132,30 @@ def _actions(ctx, tp: int, links: str, gpu: GpuModel | None, custom_first: bool,
     return tuple(acts)
 
 
+def ranked_fixes(
+    ctx,
+    tp: int,
+    gpu: GpuModel | None = None,
+    links: str | None = None,
+    *,
+    stall: CommStall | None = None,
+    custom_named: bool = False,
+) -> tuple[Action, ...]:
+    """The field's fixes for GPUs that stall talking to each other, in the order the input
+    calls for (the module docstring); also for a collective that timed out at start-up."""
+    if links is None:
+        links = _link_class(ctx, max(tp, 2), gpu)
+    custom = _custom_ar_in_play(ctx, tp, links, stall)
+    volta = gpu is not None and gpu.generation == "Volta" and tp <= 2
+    custom_first = custom_named or (volta and custom)
+    return _actions(ctx, tp, links, gpu, custom_first, custom or custom_named)
+
+
+def gpu_of(ctx) -> GpuModel | None:
+    """The GPU model the input names (--gpus, NVML), when the table knows it."""
+    return _gpu(ctx, None)
+
+
 def _tp_of(ctx, stall: CommStall | None, words: HangWords | None) -> int:
     tp = ctx.knobs.tp * ctx.knobs.pp
     if ctx.inputs.command is not None:
@@ -157,14 +181,10 @@ def comms_hang(ctx) -> list[Finding]:
         return []
     gpu = _gpu(ctx, words)
     links = _link_class(ctx, max(tp, 2), gpu)
-    custom = _custom_ar_in_play(ctx, tp, links, stall)
-    volta = gpu is not None and gpu.generation == "Volta" and tp <= 2
-    custom_first = (
-        (stall is not None and stall.stage == "p2p_check")
-        or (words is not None and words.custom_allreduce)
-        or volta
+    named = (stall is not None and stall.stage == "p2p_check") or (
+        words is not None and words.custom_allreduce
     )
-    acts = _actions(ctx, tp, links, gpu, custom_first, custom or custom_first)
+    acts = ranked_fixes(ctx, tp, gpu, links, stall=stall, custom_named=named)
     if not acts:
         return []
     evidence = _evidence(stall, words, tp, links, gpu)

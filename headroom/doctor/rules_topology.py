@@ -8,14 +8,17 @@ PP across the slow hops. PP inside a node with fast links at low concurrency wan
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.memory_model import account
+from headroom.doctor.rules_hang import gpu_of, ranked_fixes
 from headroom.probes.topology_verdict import tp_verdicts
 
 _SLOW = ("PHB", "NODE", "SYS", "SOC")
+_SEQ_NUM = re.compile(r"WorkNCCL\(SeqNum=(\d+)")
 
 
 def _verdict(ctx, tp: int):
@@ -183,27 +186,7 @@ def nccl_and_shm(ctx) -> list[Finding]:
         )
     watchdog = ctx.of("watchdog_timeout")
     if watchdog:
-        out.append(
-            Finding(
-                "nccl-watchdog-timeout",
-                None,
-                "error",
-                "A collective operation hung (NCCL watchdog)",
-                (
-                    watchdog[0].line.strip()[:300],
-                    "usually one rank died or PCIe peer-to-peer is broken on this board",
-                ),
-                (
-                    Action(
-                        "disable_custom_all_reduce",
-                        "set",
-                        True,
-                        "rule out vLLM's custom all-reduce; also try NCCL_P2P_DISABLE=1",
-                        "slightly slower all-reduce on small messages",
-                    ),
-                ),
-            )
-        )
+        out.append(_watchdog_finding(ctx, watchdog[0]))
     nccl = ctx.of("nccl_error")
     if nccl and not shm:
         warns = [e.line.strip() for e in ctx.of("nccl_warn")][:3]
@@ -289,6 +272,41 @@ def nccl_and_shm(ctx) -> list[Finding]:
             )
         )
     return out
+
+
+def _watchdog_finding(ctx, event) -> Finding:
+    """PyTorch's watchdog: a collective ran past its timeout. Its first collectives (SeqNum 1
+    or 2: the warm-up all-reduce of torch.distributed's set-up, vllm #5458 and #1957 on RTX
+    3090s, #6042) time out when the GPUs cannot talk at all, the start-up hang's family: the
+    same ranked fixes (rules_hang). Later ones, or across nodes, keep the custom all-reduce
+    first with P2P named beside it."""
+    seq = _SEQ_NUM.search(event.line)
+    startup = seq is not None and int(seq.group(1)) <= 2 and ctx.nodes <= 1
+    acts: tuple[Action, ...] = (
+        Action(
+            "disable_custom_all_reduce",
+            "set",
+            True,
+            "rule out vLLM's custom all-reduce; also try NCCL_P2P_DISABLE=1",
+            "slightly slower all-reduce on small messages",
+        ),
+    )
+    why = "usually one rank died or PCIe peer-to-peer is broken on this board"
+    if startup:
+        tp = max(ctx.knobs.tp * ctx.knobs.pp, 2)
+        acts = ranked_fixes(ctx, tp, gpu_of(ctx)) or acts
+        why = (
+            f"collective number {seq.group(1) if seq else '?'} of the start timed out: the GPUs "
+            "never exchanged data, the start-up hang's family (P2P over PCIe first)"
+        )
+    return Finding(
+        "nccl-watchdog-timeout",
+        None,
+        "error",
+        "A collective operation hung (NCCL watchdog)",
+        (event.line.strip()[:300], why),
+        acts,
+    )
 
 
 def engine_died(ctx) -> list[Finding]:

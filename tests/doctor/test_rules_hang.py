@@ -144,3 +144,24 @@ def test_the_fixes_turn_no_memory_knob():
     assert top is not None
     assert all(a.direction == "set" for a in top.actions)
     assert set(_knobs(top)) <= {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "disable_custom_all_reduce"}
+
+
+def test_a_collective_that_timed_out_at_start_up_gets_the_hang_fixes():
+    """tests/fixtures/nccl (vllm #6042): the watchdog caught WorkNCCL(SeqNum=2, ...), one of
+    the start's first collectives: on RTX 4090s P2P goes first."""
+    log = (FIXTURES / "nccl" / "torch-watchdog-allreduce-timeout-vllm.log").read_text()
+    top = _diagnose(log, ["vllm", "serve", "m", "-tp", "2"], "2xRTX4090")[0]
+    assert top.id == "nccl-watchdog-timeout"
+    assert _knobs(top)[:2] == ["NCCL_P2P_DISABLE", "disable_custom_all_reduce"]
+
+
+def test_a_collective_that_timed_out_after_days_keeps_the_custom_kernel_first():
+    # vllm #3071 (0.3.1, after 7 days of serving; fixed in 0.3.2)
+    log = (
+        "(RayWorkerVllm pid=1394) [E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=4967570, OpType=ALLREDUCE, NumelIn=73728, "
+        "NumelOut=73728, Timeout(ms)=1800000) ran for 1800542 milliseconds before timing out.\n"
+    )
+    top = _diagnose(log, ["vllm", "serve", "m", "-tp", "4"])[0]
+    assert top.id == "nccl-watchdog-timeout"
+    assert _knobs(top) == ["disable_custom_all_reduce"]
