@@ -2,9 +2,10 @@
 
 `classify_line` (in vllm_log_patterns) says what one line means; `LogDigest` is fed lines
 one at a time (from a file follower, a pipe, a container's log) and keeps what the doctor
-and the TUI need: the recognised events, a bounded tail of every line, and `facts()`, the
-start-up summary (version, weights, KV memory and tokens, concurrency, the failure that
-most likely explains a crash first).
+and the TUI need: the recognised events, a bounded tail of every line (normalised: see
+vllm_log_normalize), and `facts()`, the start-up summary (version, weights, KV memory and
+tokens, concurrency, the failure that most likely explains a crash first). A message that a
+terminal or a paste wrapped over several lines is read whole (vllm_log_wrap).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from headroom.probes.memory_ledger import LedgerBuilder, MemoryLedger
-from headroom.probes.vllm_log_patterns import KINDS, LogEvent, classify_line, strip_ansi
+from headroom.probes.vllm_log_patterns import (
+    KINDS,
+    LogEvent,
+    classify_line,
+    classify_normalized,
+    normalize_line,
+)
+from headroom.probes.vllm_log_wrap import Paragraph
 
 __all__ = [
     "KINDS",
@@ -99,22 +107,51 @@ class LogDigest:
         self._seen_warnings: dict[tuple, LogEvent] = {}
         self._ledgers: list[LedgerBuilder] = [LedgerBuilder()]
         self._ledger_has_memory = False
+        self._paragraph = Paragraph(classify_normalized)
 
     def feed(self, line: str) -> LogEvent | None:
         """Read one line (a trailing newline is fine); returns its event, if any."""
         self.line_count += 1
-        line = strip_ansi(line).rstrip("\r\n")
-        self.lines.append(line)
-        event = classify_line(line, self.line_count)
-        if event is None:
-            return None
+        clean = normalize_line(line)
+        self.lines.append(clean)
+        event = classify_normalized(clean, self.line_count)
+        joined = self._paragraph.add(clean, self.line_count, event)
+        if joined is None:
+            return None if event is None else self._record_one(event)
+        # The line continues a wrapped message and the whole says more than its parts: the
+        # whole replaces what the start alone gave, and this line's own reading when that is
+        # the same failure or only "some exception".
+        replaced = joined.replaces
+        if replaced is not None and replaced.kind in (
+            joined.event.kind,
+            "exception",
+            "config_error",
+        ):
+            self._retract(replaced)
+        if event is not None and event.kind not in (joined.event.kind, "exception", "traceback"):
+            self._record_one(event)
+        self._paragraph.event = joined.event
+        return self._record_one(joined.event)
+
+    def _record_one(self, event: LogEvent) -> LogEvent:
         self._record(event)
         if event.kind == "kv_cache_tokens" and "concurrency" in event.fields:
             # 0.32+ says both on one line; give consumers the max_concurrency event too.
-            self._record(LogEvent("max_concurrency", "info", line, {
+            self._record(LogEvent("max_concurrency", "info", event.line, {
                 "per_request_tokens": event.fields.get("per_request_tokens"),
                 "concurrency": event.fields["concurrency"]}, event.lineno))  # fmt: skip
         return event
+
+    def _retract(self, event: LogEvent) -> None:
+        """Forget an event a longer reading of the same message replaces."""
+        for i in range(len(self.events) - 1, max(-1, len(self.events) - 8), -1):
+            if self.events[i] is event:
+                del self.events[i]
+                break
+        for seen in (self._seen_failures, self._seen_warnings):
+            key = _identity(event)
+            if seen.get(key) is event:
+                del seen[key]
 
     def feed_many(self, lines: Iterable[str]) -> None:
         for line in lines:

@@ -1,22 +1,33 @@
-"""Line-level recognition of vLLM (0.8 to 0.33), PyTorch and NCCL log lines.
+"""Line-level recognition of vLLM (0.2 to 0.33), PyTorch, NCCL and Ray log lines.
 
-Every rule is a cheap substring test first ("needles") and a regex only when a needle is
-present, so a log that grows by megabytes costs little more than splitting it into lines.
-Wordings come from vLLM's format strings (see ../shared/reference/vllm-facts.md sections
-2 and 3), NCCL/PyTorch signatures (gpu-facts.md section 4) and the captured fixtures.
+A line is first normalised (vllm_log_normalize: colour codes, other tools' prefixes, HTML
+entities, pydantic's wrapper), then split into vLLM's prefix and the message, then matched
+against the catalog's rules (vllm_log_rules): a cheap substring test first ("needles",
+"fragments") and a regex only when one is present, so a log that grows by megabytes costs
+little more than splitting it into lines. The wordings are vLLM's own (probes/vllm_catalog,
+read from its wheels), PyTorch's, NCCL's and Ray's (from captured fixtures).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from headroom.probes.vllm_catalog import SIGNATURES, Signature
-from headroom.probes.vllm_log_fields import EXTRACTORS, num, to_int
+from headroom.probes.vllm_log_normalize import normalize_line, strip_ansi
+from headroom.probes.vllm_log_rules import KINDS, RULES, Rule, candidates, cut_needle_rules
 
-__all__ = ["KINDS", "LogEvent", "classify_line", "is_client_text", "split_prefix", "strip_ansi"]
+__all__ = [
+    "KINDS",
+    "RULES",
+    "LogEvent",
+    "classify_line",
+    "classify_normalized",
+    "is_client_text",
+    "normalize_line",
+    "split_prefix",
+    "strip_ansi",
+]
 
 
 @dataclass(frozen=True)
@@ -31,8 +42,6 @@ class LogEvent:
     # The catalog entry that recognised it (vllm_catalog.SIGNATURES id); not part of equality.
     signature: str | None = field(default=None, compare=False)
 
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 # "(EngineCore_DP0 pid=12) INFO 11-29 11:24:21 [core.py:133] message" (0.9+), the older
 # "(VllmWorkerProcess pid=236) ERROR 08-23 08:25:25 multiproc_worker_utils.py:226] message",
@@ -49,10 +58,6 @@ _PREFIX = re.compile(
 # "[rank0]: ValueError: ...", "(RayWorkerWrapper pid=9, ip=...) RuntimeError: ...".
 _PROC_ONLY = re.compile(r"\s*(?:(?:\[rank\d+\]:|" + _PROC + r")\s?)+")
 _LEVELS = ("DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL ")
-
-
-def strip_ansi(line: str) -> str:
-    return _ANSI.sub("", line) if "\x1b" in line else line
 
 
 def split_prefix(line: str) -> tuple[dict[str, str] | None, str]:
@@ -84,117 +89,14 @@ def _prefix_match(line: str) -> re.Match[str] | None:
     return match
 
 
-def _message(line: str) -> str:
-    """The line without its prefix (split_prefix's message, without building the parts)."""
-    match = _prefix_match(line)
-    return line if match is None else line[match.end() :]
+def prefix_match(line: str) -> re.Match[str] | None:
+    """The match of the line's vLLM prefix (logger or process tag), or None."""
+    return _prefix_match(line)
 
 
-# ---------------------------------------------------------------------------------------
-# Rules: built from the signature catalog (probes/vllm_catalog), in its order.
-
-
-@dataclass(frozen=True)
-class _Rule:
-    kind: str | None  # None: a recognised line that is never an event (client text)
-    severity: str
-    needles: tuple[str, ...]  # at least one must be a substring of the message
-    regex: str | None = None  # compiled on first use: see `pattern`
-    extract: Callable[[re.Match[str]], dict[str, object]] | None = None
-    require_match: bool = True  # False: needles alone classify, the regex only adds fields
-    printed_by: frozenset[str] = frozenset()  # logger texts: the files allowed in the prefix
-    quoted: bool = False  # the text normally sits inside quotes
-    id: str = ""
-
-    @functools.cached_property
-    def pattern(self) -> re.Pattern[str] | None:
-        """The compiled regex, built the first time a line holds one of the rule's needles.
-        Compiling all ~100 of the catalog's regexes took about 8 ms at import, on the path to
-        the TUI's first painted dashboard (benchmarks/startup.py); a running server's log
-        reaches only a handful of rules. (tests/probes/test_vllm_catalog.py compiles them all.)"""
-        return re.compile(self.regex) if self.regex else None
-
-
-def _groups(match: re.Match[str]) -> dict[str, object]:
-    """Named groups, numbers converted: *_gib/_s/_pct floats, counts ints, rest strings."""
-    out: dict[str, object] = {}
-    for key, raw in match.groupdict().items():
-        if raw is None:
-            continue
-        if key.endswith(("_gib", "_s", "_pct", "utilization", "concurrency", "_tps")):
-            out[key] = num(raw)
-        elif key in ("device", "reason", "url", "version", "model", "message", "op", "path",
-                     "args", "process", "method", "arch", "gpu", "mode", "group"):  # fmt: skip
-            out[key] = raw.strip()
-        else:
-            out[key] = to_int(raw) if to_int(raw) is not None else raw
-    return out
-
-
-def _rule_of(sig: Signature) -> _Rule:
-    regex = sig.pattern or None
-    extract = EXTRACTORS[sig.extract] if sig.extract else (_groups if regex is not None else None)
-    printed_by = frozenset(sig.printed_by) if sig.origin == "log" else frozenset()
-    return _Rule(sig.kind, sig.severity, sig.needles, regex, extract, sig.require_match,
-                 printed_by, sig.quoted, sig.id)  # fmt: skip
-
-
-RULES: tuple[_Rule, ...] = tuple(_rule_of(sig) for sig in SIGNATURES)
-
-KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in RULES if rule.kind))
-
-# Short pieces of the needles: a line holds a needle only if it holds a piece of it, so a line
-# with none of these (most lines of a running server) costs a couple of dozen `in` tests and
-# no regex. Picked greedily (4-character pieces covering the most needles, less those common
-# in a running server's lines; fewer keys beat rarer ones, measured with
-# benchmarks/log_classify.py). A needle that none of them covers (a catalog entry added
-# later) gets a piece picked the same way at import, shared with other such needles, so a
-# new entry needs no new key to be found and adds at most one `in` test per line.
-_KEYS = ("ing ", "emor", "not ", "rror", "han ", "tion", "able", "fail", "KV c", "mode", " blo",
-         "size", "nter", "CCL ", "NET/", "has ", " une", "t le", "ceed", " arg", "ed o", " ver",
-         " lef", "d, e", "gere", "Maxi", "Avg ", " (mo")  # fmt: skip
-
-
-def _keys_for(needles: list[str]) -> list[str]:
-    """The curated keys that cover some needle, plus greedy 4-character pieces for the rest."""
-    keys = [k for k in _KEYS if any(k in n for n in needles)]
-    left = [n for n in needles if not any(k in n for k in keys)]
-    while left:
-        pieces = sorted({n[i : i + 4] for n in left for i in range(max(1, len(n) - 3))})
-        best = max(pieces, key=lambda k: sum(1 for n in left if k in n))
-        keys.append(best)
-        left = [n for n in left if best not in n]
-    return keys
-
-
-def _needle_index(rules: tuple[_Rule, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(key, the needles filed under it): every needle under exactly one key, its first."""
-    # Client-text rules (kind None) need no key: they only matter on a line that holds some
-    # other rule's needle too.
-    needles = sorted({n for rule in rules if rule.kind for n in rule.needles})
-    keys = _keys_for(needles)
-    index: dict[str, list[str]] = {}
-    for needle in needles:
-        key = next(k for k in keys if k in needle)
-        index.setdefault(key, []).append(needle)
-    return tuple((key, tuple(needles)) for key, needles in index.items())
-
-
-_NEEDLE_KEYS = _needle_index(RULES)
-_RULES_OF_NEEDLE: dict[str, tuple[int, ...]] = {}
-for _number, _r in enumerate(RULES):
-    for _needle in _r.needles:
-        _RULES_OF_NEEDLE[_needle] = (*_RULES_OF_NEEDLE.get(_needle, ()), _number)
-
-
-def _candidate_rules(line: str) -> list[int]:
-    """Numbers of the rules, in RULES order, with a needle somewhere in the line."""
-    hits = [needles for key, needles in _NEEDLE_KEYS if key in line]  # usually empty
-    if not hits:
-        return []
-    found = {n for needles in hits for needle in needles if needle in line
-             for n in _RULES_OF_NEEDLE[needle]}  # fmt: skip
-    return sorted(found)
+def has_logger_prefix(match: re.Match[str] | None) -> bool:
+    """True for a logger line's prefix (level, time, file): a record of its own."""
+    return match is not None and match.groupdict().get("level") is not None
 
 
 # Lines of a traceback body (source lines, carets) repeat the words of the errors; they must
@@ -207,9 +109,19 @@ def classify_line(line: str, lineno: int | None = None) -> LogEvent | None:
     if not line:
         return None
     try:
-        return _classify(line, lineno)
+        return _classify(normalize_line(line), _UNKNOWN, lineno)
     except (RecursionError, MemoryError, ValueError, TypeError, OverflowError):
         return None  # never let one strange line stop the reader
+
+
+def classify_normalized(clean: str, lineno: int | None = None) -> LogEvent | None:
+    """classify_line for a line already through normalize_line."""
+    if not clean:
+        return None
+    try:
+        return _classify(clean, _UNKNOWN, lineno)
+    except (RecursionError, MemoryError, ValueError, TypeError, OverflowError):
+        return None
 
 
 # Lines that carry a client's text (request logger): never an event, whatever they quote.
@@ -226,7 +138,7 @@ def is_client_text(line: str) -> bool:
     says, it is not vLLM's own. For readers of raw lines (the doctor's regex rules)."""
     if "equest" not in line and "esponse" not in line:  # most lines: no regex at all
         return False
-    clean = strip_ansi(line)
+    clean = normalize_line(line)
     prefix = _prefix_match(clean)
     return bool(_CLIENT_TEXT.match(clean if prefix is None else clean[prefix.end() :]))
 
@@ -248,14 +160,24 @@ def _first_quote(message: str) -> int:
     return found.start() if found else -1
 
 
-def _classify(line: str, lineno: int | None) -> LogEvent | None:
-    clean = strip_ansi(line).rstrip("\r\n")
+# "not computed yet" (never a real prefix)
+_UNKNOWN: re.Match[str] | None = re.compile("").match("")
+
+
+def _classify(clean: str, prefix: re.Match[str] | None, lineno: int | None) -> LogEvent | None:
     if ' HTTP/1.1" ' in clean:  # uvicorn's access log: one line per request
         return None
-    candidates = _candidate_rules(clean)
-    if not candidates:  # most lines: no rule's needle at all
+    by_needle, by_fragment = candidates(clean)
+    # Only a bare error line (no vLLM prefix: a paste, a thread title) is scanned for a
+    # needle cut off at its end; a server's own lines are never cut.
+    may_be_cut = "rror" in clean or "ssert" in clean
+    if not by_needle and not by_fragment and not may_be_cut:  # most lines: nothing to test
         return None
-    prefix = _prefix_match(clean)
+    if prefix is _UNKNOWN:
+        prefix = _prefix_match(clean)
+    may_be_cut = may_be_cut and prefix is None
+    if not by_needle and not by_fragment and not may_be_cut:
+        return None
     message = clean if prefix is None else clean[prefix.end() :]
     if _CLIENT_TEXT.match(message):
         return None
@@ -268,28 +190,81 @@ def _classify(line: str, lineno: int | None) -> LogEvent | None:
         message = message[joined.start() + 1 :]
     if message.endswith("across cluster]"):
         message = _RAY_REPEATED.sub("", message)
-    printer = _printer(prefix)
-    quote = _first_quote(message)
-    for number in candidates:  # a needle in the prefix alone does not count: test the message
+    line = _Line(clean, message, _printer(prefix), _first_quote(message), lineno)
+    weaker: list[tuple[int, int]] | None = None
+    for number in by_needle:  # a needle in the prefix alone does not count: test the message
         rule = RULES[number]
+        if rule.generic and weaker is None:
+            # a fragment or a cut needle of a specific text is worth more than "some error"
+            weaker = _weaker_hits(message, by_fragment, may_be_cut)
+            event = _first_event(line, weaker, relaxed=True)
+            if event is not _NO_MATCH:
+                return event
         at = min((i for needle in rule.needles if (i := message.find(needle)) >= 0), default=-1)
-        if at < 0:
-            continue
-        # By structure: a logger's text counts only from the files that print it, and a text
-        # quoted inside another message (a prompt, a config value) is not the event itself.
-        if printer is not None and rule.printed_by and printer not in rule.printed_by:
-            continue
-        if 0 <= quote < at and not rule.quoted:
-            continue
-        fields: dict[str, object] = {}
-        if rule.pattern is not None:
-            match = rule.pattern.search(message)
-            if match is None:
-                if rule.require_match:
-                    continue
-            elif rule.extract is not None:
-                fields = {k: v for k, v in rule.extract(match).items() if v is not None}
-        if rule.kind is None:
-            return None
-        return LogEvent(rule.kind, rule.severity, clean, fields, lineno, rule.id)
+        event = _event(rule, line, at, relaxed=False)
+        if event is not _NO_MATCH:
+            return event
+    if weaker is None:
+        event = _first_event(line, _weaker_hits(message, by_fragment, may_be_cut), relaxed=True)
+        if event is not _NO_MATCH:
+            return event
     return None
+
+
+@dataclass(frozen=True)
+class _Line:
+    clean: str
+    message: str
+    printer: str | None
+    quote: int
+    lineno: int | None
+
+
+_NO_MATCH = LogEvent("", "", "")  # a rule that does not apply (None: a line that is no event)
+
+
+def _weaker_hits(message: str, by_fragment: list[int], may_be_cut: bool) -> list[tuple[int, int]]:
+    """(rule number, where its text starts) for fragments, then cut needles, in RULES order."""
+    hits = []
+    for number in by_fragment:
+        at = min(
+            (i for piece in RULES[number].fragments if (i := message.find(piece)) >= 0), default=-1
+        )
+        if at >= 0:
+            hits.append((number, at))
+    if may_be_cut:
+        hits += [hit for hit in cut_needle_rules(message) if hit[0] not in dict(hits)]
+    return hits
+
+
+def _first_event(line: _Line, hits: list[tuple[int, int]], *, relaxed: bool) -> LogEvent | None:
+    for number, at in hits:
+        event = _event(RULES[number], line, at, relaxed=relaxed)
+        if event is not _NO_MATCH:
+            return event
+    return _NO_MATCH
+
+
+def _event(rule: Rule, line: _Line, at: int, *, relaxed: bool) -> LogEvent | None:
+    """The rule's event for the line, None for a recognised line that is no event, _NO_MATCH
+    when the rule does not apply. `relaxed`: found by a fragment or a cut needle, so the
+    regex adds fields when it matches but is not required to."""
+    if at < 0:
+        return _NO_MATCH
+    # By structure: a logger's text counts only from the files that print it, and a text
+    # quoted inside another message (a prompt, a config value) is not the event itself.
+    if line.printer is not None and rule.printed_by and line.printer not in rule.printed_by:
+        return _NO_MATCH
+    if 0 <= line.quote < at and not rule.quoted:
+        return _NO_MATCH
+    fields: dict[str, object] = {}
+    if rule.pattern is not None:
+        match = rule.pattern.search(line.message)
+        if match is None:
+            if rule.require_match and not relaxed:
+                return _NO_MATCH
+        elif rule.extract is not None:
+            fields = {k: v for k, v in rule.extract(match).items() if v is not None}
+    if rule.kind is None:
+        return None
+    return LogEvent(rule.kind, rule.severity, line.clean, fields, line.lineno, rule.id)

@@ -16,6 +16,7 @@ ENTRIES: tuple[S, ...] = (
       r".", "v1_refusal",  # each part on its own: a paste often wraps the message over lines
       origin="raise", probe=("To serve at least one request with the",),
       fields=("max_seq_len", "needed_gib", "available_gib", "estimated_max_len"), feeds="max-seq-len-exceeds-kv",
+      fragments=('or decreasing `max_model_len` when initializing the engine',),
       examples=("ValueError: To serve at least one request with the models's max seq len (221000), (10.12 GiB KV "
                 "cache is needed, which is larger than the available KV cache memory (5.59 GiB). Based on the "
                 "available memory, the estimated maximum model length is 122080. Try increasing "
@@ -33,6 +34,7 @@ ENTRIES: tuple[S, ...] = (
       r"can be stored in KV cache \((?P<estimated_max_len>\d+)\)", "v0_max_seq_len",
       origin="raise", probe=("is larger than the maximum number of tokens that can be stored in KV cache",),
       fields=("max_seq_len", "estimated_max_len", "kv_tokens"), feeds="max-seq-len-exceeds-kv",
+      fragments=('or decreasing `max_model_len` when initializing the engine',),
       examples=("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can "
                 "be stored in KV cache (81536). Try increasing `gpu_memory_utilization` or decreasing "
                 "`max_model_len` when initializing the engine.",
@@ -41,6 +43,7 @@ ENTRIES: tuple[S, ...] = (
                 "cache (6048).")),
     S("no_cache_memory", "no_cache_memory", "error", ("No available memory for the cache blocks",),
       origin="raise", probe=("No available memory for the cache blocks",), feeds="no-cache-memory",
+      fragments=('Try increasing `gpu_memory_utilization` when initializing the engine',),
       examples=("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
                 "when initializing the engine.",)),
     S("cannot_auto_fit", "no_cache_memory", "error", ("Cannot auto-fit max_model_len",),
@@ -54,6 +57,7 @@ ENTRIES: tuple[S, ...] = (
       origin="raise", probe=("is less than desired GPU memory utilization",),
       fields=("device", "free_gib", "total_gib", "utilization", "requested_gib"),
       feeds="free-memory-below-utilization",
+      fragments=('Decrease GPU memory utilization or reduce GPU memory used by other processes',),
       examples=("ValueError: Free memory on device (19.77/22.05 GiB) on startup is less than desired GPU memory "
                 "utilization (0.9, 19.84 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
                 "processes.",
@@ -65,6 +69,7 @@ ENTRIES: tuple[S, ...] = (
       origin="assert", require_match=False, probe=("Error in memory profiling",),
       fields=("initial_free_gib", "free_gib"),
       feeds=NOT_CONFIG + ": another process released GPU memory during profiling; start again alone",
+      fragments=('release GPU memory while vLLM is profiling during initialization',),
       examples=("AssertionError: Error in memory profiling. Initial free memory 70.5 GiB, current free memory "
                 "72.1 GiB. This happens when other processes sharing the same container release GPU memory while "
                 "vLLM is profiling during initialization. To fix this, ensure consistent GPU memory allocation or "
@@ -72,6 +77,7 @@ ENTRIES: tuple[S, ...] = (
     S("load_model_oom", "cuda_oom", "error", ("Failed to load model - not enough GPU memory",), r".", "oom",
       origin="log", probe=("Failed to load model - not enough GPU memory",), fields=("phase", "tried_gib"),
       feeds="cuda-oom (loading: raise TP or quantize)",
+      fragments=('Try lowering --gpu-memory-utilization to free memory for weights',),
       examples=("Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free "
                 "memory for weights, increasing --tensor-parallel-size, or using --quantization. See "
                 "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more tips. (original error: "
@@ -80,6 +86,7 @@ ENTRIES: tuple[S, ...] = (
     S("sampler_warmup_oom", "cuda_oom", "error", ("out of memory occurred when warming up",), r".", "oom",
       origin="raise", probe=("CUDA out of memory occurred when warming up sampler",), fields=("phase", "num_reqs"),
       feeds="cuda-oom (warm-up: fewer max_num_seqs or lower utilization)",
+      fragments=('Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine',),
       examples=("RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. "
                 "Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.",)),
     # Ray's memory monitor (the raylet) kills a task when the HOST's RAM passes its threshold
@@ -98,6 +105,8 @@ ENTRIES: tuple[S, ...] = (
       origin="torch", library="PyTorch (c10/cuda/CUDACachingAllocator.cpp)",
       fields=("tried_gib", "gpu", "total_gib", "free_gib", "process_gib", "process_count", "graph_pools_gib"),
       feeds="cuda-oom",
+      fragments=('If reserved but unallocated memory is large try setting',
+                 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation'),
       examples=("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 786.00 MiB. GPU 0 has a total "
                 "capacity of 79.11 GiB of which 640.00 MiB is free. Including non-PyTorch memory, this process has "
                 "78.47 GiB memory in use. Of the allocated memory 76.48 GiB is allocated by PyTorch, with 660.00 MiB "
@@ -138,6 +147,7 @@ ENTRIES: tuple[S, ...] = (
                 "is intentional and you are using:",)),
     S("pp_unsupported", "pp_unsupported", "error", ("Pipeline parallelism is not supported for this model",),
       origin="raise", probe=("Pipeline parallelism is not supported for this model",), feeds="pp-unsupported",
+      fragments=('Supported models implement the `SupportsPP` interface',),
       examples=("NotImplementedError: Pipeline parallelism is not supported for this model. Supported models "
                 "implement the `SupportsPP` interface.",)),
     S("ray_placement_gpus", "ray_placement_failed", "error",
@@ -162,6 +172,7 @@ ENTRIES: tuple[S, ...] = (
       r"\((?P<max_model_len>\d+)\)", origin="raise", probe=("is smaller than max_model_len",),
       fields=("max_num_batched_tokens", "max_model_len"),
       feeds="step 4: raise --max-num-batched-tokens to max_model_len (or lower max_model_len)",
+      fragments=('Please increase max_num_batched_tokens or decrease max_model_len',),
       examples=("ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096). This effectively "
                 "limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer "
                 "sequences. Please increase max_num_batched_tokens or decrease max_model_len.",)),
@@ -201,12 +212,17 @@ ENTRIES: tuple[S, ...] = (
                 "architectures: dict_keys(['LlamaForCausalLM'])",)),
     # --- dtype, fp8, quantization -----------------------------------------------------------
     S("bf16_unsupported", "dtype_unsupported", "error", ("Bfloat16 is only supported on GPUs",),
-      r"Your (?P<gpu>.+?) GPU has compute capability (?P<capability>[\d.]+)", origin="raise",
+      r"Your (?P<gpu>.+?) GPU has compute capability (?P<capability>\d+(?:\.\d+)?)", origin="raise",
       require_match=False, probe=("Bfloat16 is only supported on GPUs with compute capability",),
       fields=("gpu", "capability"), feeds="dtype-unsupported: --dtype float16 (no memory knob)",
+      fragments=('You can use float16 instead by explicitly setting the',),
       examples=("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
                 "Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly setting the "
-                "`dtype` flag in CLI, for example: --dtype=half.",)),
+                "`dtype` flag in CLI, for example: --dtype=half.",
+                # 0.3.3-0.9.2 (worker/worker.py) join "setting the" to "`dtype`" without a space
+                "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
+                "Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly "
+                "setting the`dtype` flag in CLI, for example: --dtype=half.")),
     S("fp8_e5m2_with_fp8_checkpoint", "kv_cache_dtype_unsupported", "error",
       ("fp8_e5m2 kv-cache is not supported with fp8 checkpoints",), origin="raise",
       probe=("fp8_e5m2 kv-cache is not supported with",), feeds="kv-dtype-unsupported: --kv-cache-dtype fp8 (e4m3)",
@@ -254,6 +270,7 @@ ENTRIES: tuple[S, ...] = (
     S("config_value_error", "config_error", "error", ("Value error, ", "error: argument "),
       r"(?:.*?(?:Value error, |error: ))?(?P<message>.+?)(?: \[type=.*)?$", "config_error",
       origin="pydantic", library="pydantic (vLLM's config dataclasses) / argparse", fields=("message",),
+      generic=True,
       feeds="config-error",
       examples=("  Value error, Invalid repository ID or local directory specified: '/models/x'. [type=value_error, "
                 "input_value=ArgsKwargs((), {'model': '/models/x'}), input_type=ArgsKwargs]",

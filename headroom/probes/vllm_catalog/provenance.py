@@ -5,20 +5,21 @@ printed in the log prefix). Do not edit by hand; re-run the script."""
 # fmt: off
 PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     'request_received': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/engine/async_llm_engine.py:554',
             '0.5.5: vllm/entrypoints/logger.py:37',
-            '0.32.0: vllm/entrypoints/serve/utils/request_logger.py:66',
+            '0.25.1: vllm/entrypoints/serve/utils/request_logger.py:64',
         ),
         ('async_llm_engine.py', 'logger.py', 'request_logger.py'),
     ),
     'request_details': (
-        ('0.32.0', '0.33.0'),
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/entrypoints/serve/utils/request_logger.py:56',
+            '0.14.1: vllm/entrypoints/logger.py:40',
+            '0.25.1: vllm/entrypoints/serve/utils/request_logger.py:54',
         ),
-        ('request_logger.py',),
+        ('logger.py', 'request_logger.py'),
     ),
     'request_body': (
         ('0.32.0', '0.33.0'),
@@ -28,26 +29,27 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('request_logger.py',),
     ),
     'response_generated': (
-        ('0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.10.2: vllm/entrypoints/logger.py:72',
-            '0.32.0: vllm/entrypoints/serve/utils/request_logger.py:109',
+            '0.25.1: vllm/entrypoints/serve/utils/request_logger.py:93',
         ),
         ('logger.py', 'request_logger.py'),
     ),
     'server_version': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/entrypoints/openai/api_server.py:177, vllm/entrypoints/openai/run_batch.py:138',
             '0.5.5: vllm/entrypoints/api_server.py:116, vllm/entrypoints/openai/api_server.py:440, vllm/entrypoints/openai/run_batch.py:187',
             '0.6.4.post1: vllm/entrypoints/api_server.py:116, vllm/entrypoints/openai/api_server.py:585',
-            '0.32.0: vllm/entrypoints/serve/utils/api_utils.py:327',
+            '0.17.1: vllm/entrypoints/api_server.py:129, vllm/entrypoints/utils.py:282',
+            '0.25.1: vllm/entrypoints/serve/utils/api_utils.py:319',
             '0.33.0: vllm/entrypoints/common/startup.py:18',
         ),
-        ('api_server.py', 'api_utils.py', 'run_batch.py', 'startup.py'),
+        ('api_server.py', 'api_utils.py', 'run_batch.py', 'startup.py', 'utils.py'),
     ),
     'engine_config': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/engine/llm_engine.py:71',
             '0.6.4.post1: vllm/engine/llm_engine.py:250, vllm/v1/engine/core.py:57',
@@ -57,33 +59,35 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('core.py', 'dump_input.py', 'llm_engine.py'),
     ),
     'banner_version': (
-        ('0.32.0', '0.33.0'),
+        ('0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/entrypoints/serve/utils/api_utils.py:331',
+            '0.17.1: vllm/entrypoints/utils.py:286',
+            '0.25.1: vllm/entrypoints/serve/utils/api_utils.py:323',
             '0.33.0: vllm/entrypoints/common/startup.py:22',
         ),
-        ('api_utils.py', 'startup.py'),
+        ('api_utils.py', 'startup.py', 'utils.py'),
     ),
     'banner_model': (
-        ('0.32.0', '0.33.0'),
+        ('0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/entrypoints/serve/utils/api_utils.py:332',
+            '0.17.1: vllm/entrypoints/utils.py:287',
+            '0.25.1: vllm/entrypoints/serve/utils/api_utils.py:324',
             '0.33.0: vllm/entrypoints/common/startup.py:23',
         ),
-        ('api_utils.py', 'startup.py'),
+        ('api_utils.py', 'startup.py', 'utils.py'),
     ),
     'non_default_args': (
-        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.9.2: vllm/entrypoints/openai/cli_args.py:325',
             '0.10.2: vllm/entrypoints/utils.py:328',
-            '0.32.0: vllm/entrypoints/serve/utils/api_utils.py:286',
+            '0.25.1: vllm/entrypoints/serve/utils/api_utils.py:273',
             '0.33.0: vllm/entrypoints/common/startup.py:96',
         ),
         ('api_utils.py', 'cli_args.py', 'startup.py', 'utils.py'),
     ),
     'using_max_model_len': (
-        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.9.2: vllm/config.py:1472',
             '0.10.2: vllm/config/__init__.py:1815',
@@ -92,43 +96,44 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('__init__.py', 'config.py', 'model.py'),
     ),
     'auto_fit_max_model_len': (
-        ('0.32.0', '0.33.0'),
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/core/kv_cache_utils.py:2469, vllm/v1/core/kv_cache_utils.py:2478',
+            '0.14.1: vllm/v1/core/kv_cache_utils.py:1434, vllm/v1/core/kv_cache_utils.py:1443',
             '0.33.0: vllm/v1/core/kv_cache_planning.py:1396, vllm/v1/core/kv_cache_planning.py:1405',
         ),
         ('kv_cache_planning.py', 'kv_cache_utils.py'),
     ),
     'model_loading_took': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/worker/model_runner.py:146',
             '0.5.5: vllm/worker/model_runner.py:890, vllm/worker/xpu_model_runner.py:405',
             '0.6.4.post1: vllm/v1/worker/gpu_model_runner.py:534, vllm/worker/hpu_model_runner.py:651, vllm/worker/model_runner.py:1077, vllm/worker/xpu_model_runner.py:419',
             '0.10.2: vllm/v1/worker/gpu_model_runner.py:2392, vllm/worker/model_runner.py:1083',
             '0.11.0: vllm/v1/worker/gpu_model_runner.py:2653',
-            '0.32.0: vllm/v1/worker/gpu/model_runner.py:425, vllm/v1/worker/gpu_model_runner.py:5150',
+            '0.14.1: vllm/v1/worker/gpu/model_runner.py:188, vllm/v1/worker/gpu_model_runner.py:3906',
         ),
         ('gpu_model_runner.py', 'hpu_model_runner.py', 'model_runner.py', 'xpu_model_runner.py'),
     ),
     'encoder_cache_profile': (
-        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.7.3: vllm/v1/worker/gpu_model_runner.py:1227',
             '0.8.5: vllm/v1/worker/gpu_model_runner.py:1621, vllm/v1/worker/tpu_model_runner.py:1151',
+            '0.14.1: vllm/v1/worker/gpu_model_runner.py:4716',
             '0.32.0: vllm/v1/worker/gpu/mm/encoder_runner.py:132, vllm/v1/worker/gpu_model_runner.py:6166',
         ),
         ('encoder_runner.py', 'gpu_model_runner.py', 'tpu_model_runner.py'),
     ),
     'available_kv_memory': (
-        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.9.2: vllm/v1/worker/gpu_worker.py:232',
         ),
         ('gpu_worker.py',),
     ),
     'kv_memory_bytes_reserved': (
-        ('0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.10.2: vllm/v1/worker/gpu_worker.py:243, vllm/worker/worker.py:245',
             '0.11.0: vllm/v1/worker/gpu_worker.py:243',
@@ -136,54 +141,54 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('gpu_worker.py', 'worker.py'),
     ),
     'cpu_kv_explicit': (
-        ('0.32.0', '0.33.0'),
+        ('0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/worker/cpu_worker.py:231, vllm/v1/worker/cpu_worker.py:253',
+            '0.20.2: vllm/v1/worker/cpu_worker.py:179, vllm/v1/worker/cpu_worker.py:201',
         ),
         ('cpu_worker.py',),
     ),
     'kv_cache_size_tokens': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/v1/core/kv_cache_utils.py:634',
         ),
         ('kv_cache_utils.py',),
     ),
     'max_concurrency': (
-        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.6.4.post1: vllm/executor/distributed_gpu_executor.py:61, vllm/executor/gpu_executor.py:117',
             '0.7.3: vllm/executor/executor_base.py:116, vllm/v1/core/kv_cache_utils.py:525',
-            '0.32.0: vllm/v1/core/kv_cache_utils.py:2329',
+            '0.14.1: vllm/v1/core/kv_cache_utils.py:1311',
         ),
         ('distributed_gpu_executor.py', 'executor_base.py', 'gpu_executor.py', 'kv_cache_utils.py'),
     ),
     'graph_capturing_finished': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/worker/model_runner.py:547',
             '0.6.4.post1: vllm/v1/worker/gpu_model_runner.py:595, vllm/worker/model_runner.py:1518',
             '0.11.0: vllm/v1/worker/gpu_model_runner.py:3480',
-            '0.32.0: vllm/v1/worker/gpu/model_runner.py:1128, vllm/v1/worker/gpu_model_runner.py:6582',
+            '0.14.1: vllm/v1/worker/gpu/model_runner.py:378, vllm/v1/worker/gpu_model_runner.py:4857',
         ),
         ('gpu_model_runner.py', 'model_runner.py'),
     ),
     'estimated_cuda_graph': (
-        ('0.32.0', '0.33.0'),
+        ('0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/worker/gpu_model_runner.py:6475',
+            '0.20.2: vllm/v1/worker/gpu_model_runner.py:6043',
         ),
         ('gpu_model_runner.py',),
     ),
     'cuda_graph_pool': (
-        ('0.32.0', '0.33.0'),
+        ('0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/worker/gpu_worker.py:972',
+            '0.20.2: vllm/v1/worker/gpu_worker.py:600',
         ),
         ('gpu_worker.py',),
     ),
     'v1_memory_summary': (
-        ('0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.10.2: vllm/v1/worker/gpu_worker.py:375, vllm/worker/worker.py:452',
             '0.11.0: vllm/v1/worker/gpu_worker.py:375',
@@ -223,7 +228,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('distributed_gpu_executor.py', 'executor_base.py', 'gpu_executor.py', 'hpu_executor.py', 'llm_engine.py', 'ray_tpu_executor.py', 'tpu_executor.py'),
     ),
     'server_starting': (
-        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.7.3: vllm/entrypoints/openai/api_server.py:958',
             '0.32.0: vllm/entrypoints/launchers/api_server/entry.py:140, vllm/entrypoints/launchers/render/entry.py:41',
@@ -231,19 +236,20 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('api_server.py', 'entry.py'),
     ),
     'shutdown': (
-        ('0.32.0', '0.33.0'),
+        ('0.25.1', '0.32.0', '0.33.0'),
         (
+            '0.25.1: vllm/entrypoints/launcher.py:100',
             '0.32.0: vllm/entrypoints/launchers/launcher.py:254',
         ),
         (),
     ),
     'stats': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/engine/llm_engine.py:706',
             '0.3.3: vllm/engine/metrics.py:214',
             '0.7.3: vllm/engine/metrics.py:456, vllm/v1/metrics/loggers.py:79',
-            '0.32.0: vllm/v1/metrics/loggers.py:283',
+            '0.14.1: vllm/v1/metrics/loggers.py:218',
         ),
         ('llm_engine.py', 'loggers.py', 'metrics.py'),
     ),
@@ -269,7 +275,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('scheduler.py',),
     ),
     'fp8_kv_cache_info': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1'),
         (
             '0.4.3: vllm/config.py:391',
             '0.10.2: vllm/config/cache.py:175',
@@ -277,17 +283,17 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('cache.py', 'config.py'),
     ),
     'ray_placement_group_wait': (
-        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.5.5: vllm/executor/ray_utils.py:175',
             '0.6.6.post1: vllm/executor/ray_utils.py:184, vllm/v1/executor/ray_utils.py:163',
             '0.7.3: vllm/executor/ray_utils.py:222',
-            '0.32.0: vllm/v1/executor/ray_utils.py:468',
+            '0.14.1: vllm/v1/executor/ray_utils.py:250',
         ),
         ('ray_utils.py',),
     ),
     'too_large_swap_space': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1'),
         (
             '0.2.7: vllm/config.py:314',
             '0.10.2: vllm/config/cache.py:212',
@@ -295,7 +301,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'possibly_too_large_swap_space': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1'),
         (
             '0.2.7: vllm/config.py:316',
             '0.10.2: vllm/config/cache.py:214',
@@ -310,7 +316,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'ray_driver_no_gpu': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0'),
         (
             '0.2.7: vllm/engine/llm_engine.py:184',
             '0.4.3: vllm/executor/ray_gpu_executor.py:127',
@@ -318,35 +324,39 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
             '0.6.4.post1: vllm/executor/ray_gpu_executor.py:173, vllm/executor/ray_hpu_executor.py:167, vllm/executor/ray_utils.py:122, vllm/executor/ray_utils.py:140',
             '0.6.6.post1: vllm/executor/ray_gpu_executor.py:171, vllm/executor/ray_hpu_executor.py:136, vllm/executor/ray_utils.py:122, vllm/executor/ray_utils.py:140',
             '0.7.3: vllm/executor/ray_distributed_executor.py:232, vllm/executor/ray_utils.py:160, vllm/executor/ray_utils.py:178',
-            '0.32.0: vllm/v1/executor/ray_utils.py:291, vllm/v1/executor/ray_utils.py:311',
+            '0.14.1: vllm/v1/executor/ray_utils.py:181, vllm/v1/executor/ray_utils.py:200',
         ),
         (),
     ),
     'quantized_shard_not_divisible': (
-        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.5.5: vllm/model_executor/layers/quantization/utils/marlin_utils.py:101, vllm/model_executor/layers/quantization/utils/marlin_utils.py:109, vllm/model_executor/layers/quantization/utils/marlin_utils.py:117',
             '0.6.6.post1: vllm/model_executor/layers/quantization/fp8.py:179, vllm/model_executor/layers/quantization/fp8.py:188, vllm/model_executor/layers/quantization/fp8.py:398, vllm/model_executor/layers/quantization/fp8.py:403',
             '0.8.5: vllm/model_executor/layers/quantization/fp8.py:219, vllm/model_executor/layers/quantization/fp8.py:228, vllm/model_executor/layers/quantization/fp8.py:479, vllm/model_executor/layers/quantization/fp8.py:486',
             '0.11.0: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:579, vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:586, vllm/model_executor/layers/quantization/fp8.py:511, vllm/model_executor/layers/quantization/fp8.py:518',
+            '0.17.1: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:729, vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:736, vllm/model_executor/layers/quantization/fp8.py:718, vllm/model_executor/layers/quantization/fp8.py:725',
+            '0.20.2: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_w8a8_fp8.py:144, vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_w8a8_fp8.py:151, vllm/model_executor/layers/quantization/fp8.py:631, vllm/model_executor/layers/quantization/fp8.py:638',
             '0.32.0: vllm/model_executor/layers/quantization/utils/fp8_utils.py:1326, vllm/model_executor/layers/quantization/utils/fp8_utils.py:1342, vllm/model_executor/layers/quantization/utils/fp8_utils.py:1364, vllm/model_executor/layers/quantization/utils/fp8_utils.py:1371',
         ),
         (),
     ),
     'awq_not_aligned': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/model_executor/layers/quantization/awq.py:86, vllm/model_executor/layers/quantization/awq.py:91, vllm/model_executor/layers/quantization/gptq.py:101, vllm/model_executor/layers/quantization/gptq.py:106',
             '0.4.3: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:92, vllm/model_executor/layers/quantization/awq.py:99',
             '0.5.5: vllm/model_executor/layers/quantization/aqlm.py:242, vllm/model_executor/layers/quantization/aqlm.py:249, vllm/model_executor/layers/quantization/awq.py:100, vllm/model_executor/layers/quantization/awq.py:93',
             '0.6.4.post1: vllm/model_executor/layers/quantization/aqlm.py:239, vllm/model_executor/layers/quantization/aqlm.py:246, vllm/model_executor/layers/quantization/awq.py:102, vllm/model_executor/layers/quantization/awq.py:109',
             '0.10.2: vllm/model_executor/layers/quantization/awq.py:147, vllm/model_executor/layers/quantization/awq.py:154, vllm/model_executor/layers/quantization/bitsandbytes.py:215, vllm/model_executor/layers/quantization/gptq.py:171',
+            '0.14.1: vllm/model_executor/layers/quantization/awq.py:192, vllm/model_executor/layers/quantization/awq.py:200, vllm/model_executor/layers/quantization/bitsandbytes.py:244, vllm/model_executor/layers/quantization/fp_quant.py:131',
+            '0.25.1: vllm/model_executor/layers/quantization/auto_awq.py:863, vllm/model_executor/layers/quantization/auto_awq.py:871, vllm/model_executor/layers/quantization/bitsandbytes.py:253, vllm/model_executor/layers/quantization/fp_quant.py:123',
             '0.32.0: vllm/model_executor/layers/quantization/auto_awq.py:821, vllm/model_executor/layers/quantization/auto_awq.py:829, vllm/model_executor/layers/quantization/fp_quant.py:124, vllm/model_executor/layers/quantization/quark/schemes/quark_w4a16_int4.py:92',
         ),
         (),
     ),
     'bnb_prequant_tp': (
-        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1'),
         (
             '0.7.3: vllm/model_executor/model_loader/loader.py:1109',
             '0.9.2: vllm/model_executor/model_loader/bitsandbytes_loader.py:471',
@@ -400,16 +410,17 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'v1_prompt_plus_output': (
-        ('0.32.0', '0.33.0'),
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/engine/input_processor.py:599',
+            '0.14.1: vllm/v1/engine/input_processor.py:704',
         ),
         (),
     ),
     'input_length_over_context': (
-        ('0.32.0', '0.33.0'),
+        ('0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/entrypoints/serve/utils/api_utils.py:185',
+            '0.20.2: vllm/entrypoints/utils.py:183',
+            '0.25.1: vllm/entrypoints/serve/utils/api_utils.py:186',
         ),
         (),
     ),
@@ -428,18 +439,18 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'quant_dtype_unsupported': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/model_executor/model_loader.py:56',
             '0.4.3: vllm/model_executor/model_loader/loader.py:52',
             '0.6.4.post1: vllm/config.py:2101',
             '0.10.2: vllm/config/__init__.py:3296',
-            '0.32.0: vllm/config/vllm.py:910',
+            '0.14.1: vllm/config/vllm.py:416',
         ),
         (),
     ),
     'quant_scheme_capability': (
-        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.5.5: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:114',
             '0.7.3: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:202, vllm/model_executor/layers/quantization/quark/quark.py:147',
@@ -447,19 +458,19 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'mamba_blocks_below_max_num_seqs': (
-        ('0.32.0', '0.33.0'),
+        ('0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/config/compilation.py:1519',
+            '0.20.2: vllm/config/compilation.py:1436',
         ),
         (),
     ),
     'fp8_kv_scale_per_tensor': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/model_executor/layers/quantization/fp8.py:286',
             '0.5.5: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:393, vllm/model_executor/layers/quantization/kv_cache.py:62',
             '0.7.3: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:601, vllm/model_executor/layers/quantization/kv_cache.py:75, vllm/model_executor/layers/quantization/quark/quark.py:388',
-            '0.32.0: vllm/model_executor/layers/quantization/kv_cache.py:142, vllm/model_executor/layers/quantization/kv_cache.py:190, vllm/model_executor/layers/quantization/quark/quark.py:1043',
+            '0.17.1: vllm/model_executor/layers/quantization/kv_cache.py:136, vllm/model_executor/layers/quantization/kv_cache.py:90, vllm/model_executor/layers/quantization/quark/quark.py:636',
         ),
         (),
     ),
@@ -471,9 +482,9 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'cpu_memory_below_utilization': (
-        ('0.32.0',),
+        ('0.20.2', '0.25.1', '0.32.0'),
         (
-            '0.32.0: vllm/v1/worker/cpu_worker.py:87',
+            '0.20.2: vllm/v1/worker/cpu_worker.py:71',
         ),
         (),
     ),
@@ -498,11 +509,11 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'fp8_key_cache_head_size': (
-        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.5.5: vllm/utils.py:676',
             '0.9.2: vllm/utils/__init__.py:865',
-            '0.32.0: vllm/utils/torch_utils.py:681',
+            '0.14.1: vllm/utils/torch_utils.py:391',
         ),
         (),
     ),
@@ -521,25 +532,27 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'full_cudagraph_backend': (
-        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.9.2: vllm/v1/worker/gpu_model_runner.py:2375',
-            '0.32.0: vllm/config/compilation.py:1400, vllm/config/compilation.py:1485',
+            '0.20.2: vllm/config/compilation.py:1331, vllm/config/compilation.py:1402',
         ),
         (),
     ),
     'vllm_says_bug': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/config.py:4165',
             '0.10.2: vllm/config/__init__.py:3842',
             '0.11.0: vllm/config/utils.py:78',
+            '0.14.1: vllm/config/utils.py:129, vllm/model_executor/models/qwen3_vl.py:1634, vllm/v1/core/block_pool.py:417',
+            '0.17.1: vllm/v1/core/block_pool.py:438',
             '0.32.0: vllm/v1/core/block_pool.py:821, vllm/v1/structured_output/backend_guidance.py:175',
         ),
         (),
     ),
     'v1_max_seq_len_exceeds_kv': (
-        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.7.3: vllm/v1/core/kv_cache_utils.py:466',
             '0.33.0: vllm/v1/core/kv_cache_planning.py:78',
@@ -560,7 +573,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'no_cache_memory': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/engine/llm_engine.py:279',
             '0.4.3: vllm/worker/cpu_worker.py:231, vllm/worker/worker.py:370',
@@ -575,23 +588,23 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'cannot_auto_fit': (
-        ('0.32.0', '0.33.0'),
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/core/kv_cache_utils.py:2455',
+            '0.14.1: vllm/v1/core/kv_cache_utils.py:1427',
             '0.33.0: vllm/v1/core/kv_cache_planning.py:1382',
         ),
         (),
     ),
     'free_memory_below_utilization': (
-        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.9.2: vllm/v1/worker/gpu_worker.py:149',
-            '0.32.0: vllm/v1/worker/utils.py:766',
+            '0.14.1: vllm/v1/worker/utils.py:267',
         ),
         (),
     ),
     'memory_profiling_changed': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/worker/worker.py:164',
             '0.5.5: vllm/worker/worker.py:232, vllm/worker/xpu_worker.py:141',
@@ -599,37 +612,37 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
             '0.9.2: vllm/v1/worker/gpu_worker.py:216, vllm/v1/worker/xpu_worker.py:101, vllm/worker/worker.py:306, vllm/worker/xpu_worker.py:121',
             '0.10.2: vllm/v1/worker/gpu_worker.py:272, vllm/v1/worker/xpu_worker.py:113, vllm/worker/worker.py:339',
             '0.11.0: vllm/v1/worker/gpu_worker.py:272, vllm/v1/worker/xpu_worker.py:113',
-            '0.32.0: vllm/v1/worker/gpu_worker.py:720',
+            '0.17.1: vllm/v1/worker/gpu_worker.py:399',
         ),
         (),
     ),
     'load_model_oom': (
-        ('0.32.0', '0.33.0'),
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/worker/gpu_model_runner.py:5140',
+            '0.14.1: vllm/v1/worker/gpu_model_runner.py:3896',
         ),
         ('gpu_model_runner.py',),
     ),
     'sampler_warmup_oom': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/v1/worker/gpu_model_runner.py:1549',
         ),
         (),
     ),
     'heads_not_divisible': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/config.py:194',
             '0.10.2: vllm/config/__init__.py:1357',
             '0.11.0: vllm/config/model.py:1051',
-            '0.32.0: vllm/config/model.py:1549, vllm/model_executor/models/moss_audio.py:1533, vllm/model_executor/models/moss_audio.py:1542, vllm/model_executor/models/moss_audio.py:350',
+            '0.25.1: vllm/config/model.py:1215, vllm/model_executor/models/moss_audio.py:1493, vllm/model_executor/models/moss_audio.py:1502, vllm/model_executor/models/moss_audio.py:306',
             '0.33.0: vllm/config/model.py:1562, vllm/model_executor/models/moss_audio.py:1535, vllm/model_executor/models/moss_audio.py:1544, vllm/model_executor/models/moss_audio.py:350',
         ),
         (),
     ),
     'kv_heads_divide': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/model_executor/parallel_utils/utils.py:12',
             '0.3.3: vllm/model_executor/layers/quantization/marlin.py:105, vllm/model_executor/layers/quantization/marlin.py:109, vllm/model_executor/layers/quantization/marlin.py:115, vllm/model_executor/layers/quantization/marlin.py:119',
@@ -641,13 +654,17 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
             '0.9.2: vllm/distributed/utils.py:50, vllm/distributed/utils.py:93, vllm/model_executor/layers/mamba/mamba_mixer2.py:710, vllm/model_executor/layers/quantization/bitblas.py:224',
             '0.10.2: vllm/distributed/utils.py:50, vllm/distributed/utils.py:93, vllm/model_executor/layers/mamba/mamba_utils.py:131, vllm/model_executor/layers/quantization/bitblas.py:226',
             '0.11.0: vllm/distributed/utils.py:50, vllm/distributed/utils.py:93, vllm/model_executor/layers/mamba/mamba_utils.py:125, vllm/model_executor/layers/quantization/bitblas.py:226',
+            '0.14.1: vllm/attention/layer.py:205, vllm/distributed/kv_transfer/kv_connector/utils.py:363, vllm/distributed/kv_transfer/kv_connector/utils.py:369, vllm/distributed/kv_transfer/kv_connector/utils.py:383',
+            '0.17.1: vllm/distributed/kv_transfer/kv_connector/utils.py:406, vllm/distributed/kv_transfer/kv_connector/utils.py:412, vllm/distributed/kv_transfer/kv_connector/utils.py:426, vllm/distributed/utils.py:54',
+            '0.20.2: vllm/distributed/kv_transfer/kv_connector/utils.py:576, vllm/distributed/kv_transfer/kv_connector/utils.py:581, vllm/distributed/kv_transfer/kv_connector/utils.py:589, vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py:93',
+            '0.25.1: vllm/distributed/kv_transfer/kv_connector/utils.py:530, vllm/distributed/kv_transfer/kv_connector/utils.py:535, vllm/distributed/kv_transfer/kv_connector/utils.py:543, vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py:107',
             '0.32.0: vllm/distributed/kv_transfer/kv_connector/utils.py:504, vllm/distributed/kv_transfer/kv_connector/utils.py:509, vllm/distributed/kv_transfer/kv_connector/utils.py:517, vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py:151',
             '0.33.0: vllm/distributed/kv_transfer/kv_connector/utils.py:531, vllm/distributed/kv_transfer/kv_connector/utils.py:536, vllm/distributed/kv_transfer/kv_connector/utils.py:544, vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py:162',
         ),
         (),
     ),
     'kv_heads_assert_source': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/model_executor/models/aquila.py:120, vllm/model_executor/models/chatglm.py:54, vllm/model_executor/models/falcon.py:107, vllm/model_executor/models/llama.py:104',
             '0.3.3: vllm/model_executor/models/chatglm.py:54, vllm/model_executor/models/deepseek.py:196, vllm/model_executor/models/falcon.py:107, vllm/model_executor/models/gemma.py:92',
@@ -659,6 +676,10 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
             '0.8.5: vllm/model_executor/models/arctic.py:239, vllm/model_executor/models/bamba.py:154, vllm/model_executor/models/chameleon.py:249, vllm/model_executor/models/chatglm.py:59',
             '0.9.2: vllm/model_executor/models/arctic.py:239, vllm/model_executor/models/bamba.py:159, vllm/model_executor/models/chameleon.py:252, vllm/model_executor/models/chatglm.py:61',
             '0.10.2: vllm/model_executor/models/apertus.py:130, vllm/model_executor/models/arctic.py:240, vllm/model_executor/models/bamba.py:163, vllm/model_executor/models/chameleon.py:260',
+            '0.14.1: vllm/model_executor/models/afmoe.py:193, vllm/model_executor/models/apertus.py:142, vllm/model_executor/models/arctic.py:286, vllm/model_executor/models/bamba.py:169',
+            '0.17.1: vllm/model_executor/models/afmoe.py:198, vllm/model_executor/models/apertus.py:142, vllm/model_executor/models/arctic.py:247, vllm/model_executor/models/bamba.py:171',
+            '0.20.2: vllm/model_executor/models/afmoe.py:191, vllm/model_executor/models/apertus.py:148, vllm/model_executor/models/arctic.py:248, vllm/model_executor/models/bamba.py:171',
+            '0.25.1: vllm/model_executor/models/afmoe.py:186, vllm/model_executor/models/apertus.py:144, vllm/model_executor/models/arctic.py:247, vllm/model_executor/models/chameleon.py:283',
             '0.32.0: vllm/model_executor/models/afmoe.py:181, vllm/model_executor/models/apertus.py:144, vllm/model_executor/models/chatglm.py:69, vllm/model_executor/models/cohere2_moe.py:173',
             '0.33.0: vllm/model_executor/models/afmoe.py:181, vllm/model_executor/models/apertus.py:144, vllm/model_executor/models/chatglm.py:69, vllm/model_executor/models/cohere2_moe.py:215',
         ),
@@ -672,14 +693,14 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'world_size_too_large': (
-        ('0.32.0', '0.33.0'),
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/config/parallel.py:1053',
+            '0.14.1: vllm/config/parallel.py:608',
         ),
         (),
     ),
     'pp_unsupported': (
-        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.6.4.post1: vllm/config.py:540',
             '0.10.2: vllm/config/__init__.py:1368',
@@ -688,18 +709,18 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'ray_placement_gpus': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/engine/ray_utils.py:107',
             '0.4.3: vllm/executor/ray_utils.py:101',
             '0.6.6.post1: vllm/executor/ray_utils.py:193, vllm/v1/executor/ray_utils.py:172',
             '0.7.3: vllm/executor/ray_utils.py:234',
-            '0.32.0: vllm/v1/executor/ray_utils.py:490, vllm/v1/executor/ray_utils.py:502',
+            '0.14.1: vllm/v1/executor/ray_utils.py:272, vllm/v1/executor/ray_utils.py:284',
         ),
         (),
     ),
     'batched_tokens_below_max_len': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/config.py:387',
             '0.10.2: vllm/config/scheduler.py:255',
@@ -707,14 +728,14 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'mm_item_over_batched_tokens': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/v1/core/encoder_cache_manager.py:140',
         ),
         (),
     ),
     'batched_tokens_below_max_seqs': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/config.py:395',
             '0.10.2: vllm/config/scheduler.py:264',
@@ -722,27 +743,28 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'v1_prompt_longer_than_max_len': (
-        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.7.3: vllm/v1/engine/processor.py:252',
             '0.8.5: vllm/engine/llm_engine.py:2064, vllm/v1/engine/processor.py:381',
             '0.11.0: vllm/v1/engine/processor.py:536',
-            '0.32.0: vllm/v1/engine/input_processor.py:589, vllm/v1/engine/input_processor.py:600',
+            '0.14.1: vllm/v1/engine/input_processor.py:684, vllm/v1/engine/input_processor.py:705',
         ),
         (),
     ),
     'openai_context_length': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/entrypoints/openai/api_server.py:158',
             '0.3.3: vllm/entrypoints/openai/serving_engine.py:166',
             '0.10.2: vllm/entrypoints/openai/serving_engine.py:648, vllm/entrypoints/openai/serving_engine.py:676, vllm/entrypoints/openai/serving_engine.py:685, vllm/entrypoints/renderer.py:386',
-            '0.32.0: vllm/renderers/params.py:389, vllm/renderers/params.py:528',
+            '0.17.1: vllm/entrypoints/openai/engine/serving.py:834, vllm/entrypoints/openai/engine/serving.py:862, vllm/entrypoints/openai/engine/serving.py:873',
+            '0.20.2: vllm/renderers/params.py:327, vllm/renderers/params.py:419',
         ),
         (),
     ),
     'architecture_unsupported': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/model_executor/model_loader.py:31',
             '0.3.3: vllm/model_executor/model_loader.py:36, vllm/model_executor/neuron_model_loader.py:31',
@@ -753,7 +775,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'bf16_unsupported': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/worker/worker.py:232',
             '0.6.4.post1: vllm/v1/worker/gpu_worker.py:205, vllm/worker/worker.py:480',
@@ -763,27 +785,27 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'fp8_e5m2_with_fp8_checkpoint': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/attention/layer.py:60',
-            '0.32.0: vllm/model_executor/layers/attention/attention.py:219',
+            '0.17.1: vllm/model_executor/layers/attention/attention.py:167',
         ),
         (),
     ),
     'quantization_capability': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/model_executor/model_loader.py:49',
             '0.4.3: vllm/model_executor/model_loader/loader.py:45',
             '0.6.4.post1: vllm/config.py:2095',
             '0.7.3: vllm/config.py:3230, vllm/model_executor/layers/quantization/moe_wna16.py:52',
             '0.10.2: vllm/config/__init__.py:3290, vllm/model_executor/layers/quantization/moe_wna16.py:54',
-            '0.32.0: vllm/config/vllm.py:903, vllm/model_executor/layers/quantization/moe_wna16.py:88',
+            '0.14.1: vllm/config/vllm.py:409, vllm/model_executor/layers/quantization/moe_wna16.py:74',
         ),
         (),
     ),
     'quantization_mismatch': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/config.py:161',
             '0.10.2: vllm/config/__init__.py:1205',
@@ -799,7 +821,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'max_model_len_over_derived': (
-        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.2.7: vllm/config.py:512',
             '0.10.2: vllm/config/__init__.py:2929',
@@ -808,48 +830,49 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'ray_tp_spread_nodes': (
-        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.5.5: vllm/executor/ray_utils.py:142',
             '0.6.6.post1: vllm/executor/ray_utils.py:151, vllm/v1/executor/ray_utils.py:130',
             '0.7.3: vllm/executor/ray_utils.py:189',
-            '0.32.0: vllm/v1/executor/ray_utils.py:323',
+            '0.14.1: vllm/v1/executor/ray_utils.py:212',
         ),
         ('ray_utils.py',),
     ),
     'ray_no_gpu_on_node': (
-        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0'),
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0'),
         (
             '0.5.5: vllm/executor/ray_utils.py:277',
             '0.6.6.post1: vllm/executor/ray_utils.py:301, vllm/v1/executor/ray_utils.py:255',
             '0.7.3: vllm/executor/ray_utils.py:344',
-            '0.32.0: vllm/v1/executor/ray_utils.py:635',
+            '0.14.1: vllm/v1/executor/ray_utils.py:424',
         ),
         (),
     ),
     'local_world_size_exceeds': (
-        ('0.32.0', '0.33.0'),
+        ('0.25.1', '0.32.0', '0.33.0'),
         (
+            '0.25.1: vllm/v1/worker/gpu_worker.py:330',
             '0.32.0: vllm/v1/worker/gpu_worker.py:488, vllm/v1/worker/xpu_worker.py:150',
         ),
         (),
     ),
     'engine_ready_timeout': (
-        ('0.32.0', '0.33.0'),
+        ('0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/v1/engine/core_client.py:743',
+            '0.17.1: vllm/v1/engine/core_client.py:612',
         ),
         (),
     ),
     'headless_handshake_timeout': (
-        ('0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.9.2: vllm/v1/engine/core.py:528',
         ),
         (),
     ),
     'rpc_timeout': (
-        ('0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.6.6.post1: vllm/v1/executor/multiproc_executor.py:144',
             '0.8.5: vllm/engine/async_llm_engine.py:1251, vllm/v1/engine/async_llm.py:512, vllm/v1/executor/multiproc_executor.py:193',
@@ -859,21 +882,21 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'shm_broadcast_wait': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/distributed/device_communicators/shm_broadcast.py:368, vllm/distributed/device_communicators/shm_broadcast.py:431',
         ),
         ('shm_broadcast.py',),
     ),
     'pynccl_error': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/distributed/device_communicators/pynccl_wrapper.py:223',
         ),
         (),
     ),
     'custom_allreduce_disabled': (
-        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.3.3: vllm/model_executor/parallel_utils/custom_all_reduce.py:38, vllm/model_executor/parallel_utils/custom_all_reduce.py:45',
             '0.4.3: vllm/distributed/device_communicators/custom_all_reduce.py:119, vllm/distributed/device_communicators/custom_all_reduce.py:159, vllm/distributed/device_communicators/custom_all_reduce.py:168',
@@ -881,7 +904,7 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('custom_all_reduce.py',),
     ),
     'engine_core_failed': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/v1/engine/core.py:396, vllm/v1/engine/core_client.py:430',
             '0.9.2: vllm/v1/engine/core.py:586, vllm/v1/engine/utils.py:484',
@@ -889,21 +912,21 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         (),
     ),
     'engine_dead': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/v1/engine/core.py:398, vllm/v1/engine/exceptions.py:11',
-            '0.32.0: vllm/v1/engine/core.py:1512, vllm/v1/engine/core.py:2663, vllm/v1/engine/core_client.py:818, vllm/v1/engine/exceptions.py:16',
+            '0.25.1: vllm/v1/engine/core.py:1233, vllm/v1/engine/core.py:2246, vllm/v1/engine/core_client.py:703, vllm/v1/engine/exceptions.py:13',
         ),
         (),
     ),
     'worker_died': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/executor/multiproc_worker_utils.py:119',
             '0.6.6.post1: vllm/executor/multiproc_worker_utils.py:123, vllm/v1/executor/multiproc_executor.py:362',
             '0.10.2: vllm/executor/multiproc_worker_utils.py:116, vllm/v1/engine/core_client.py:565, vllm/v1/executor/multiproc_executor.py:150, vllm/v1/executor/multiproc_executor.py:244',
             '0.11.0: vllm/v1/engine/core_client.py:565, vllm/v1/executor/multiproc_executor.py:155, vllm/v1/executor/multiproc_executor.py:249, vllm/v1/executor/multiproc_executor.py:597',
-            '0.32.0: vllm/v1/executor/multiproc_executor.py:1063, vllm/v1/executor/multiproc_executor.py:316, vllm/v1/executor/multiproc_executor.py:445, vllm/v1/executor/multiproc_executor.py:953',
+            '0.20.2: vllm/v1/executor/multiproc_executor.py:284, vllm/v1/executor/multiproc_executor.py:391, vllm/v1/executor/multiproc_executor.py:870, vllm/v1/executor/multiproc_executor.py:874',
         ),
         (),
     ),
@@ -915,10 +938,11 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('multiproc_worker_utils.py',),
     ),
     'ray_error_executing': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0'),
         (
             '0.4.3: vllm/worker/worker_base.py:146',
-            '0.32.0: vllm/v1/executor/ray_utils.py:86',
+            '0.14.1: vllm/v1/worker/worker_base.py:341',
+            '0.20.2: vllm/v1/executor/ray_utils.py:86',
         ),
         ('ray_utils.py', 'worker_base.py'),
     ),

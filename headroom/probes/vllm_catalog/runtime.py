@@ -122,10 +122,12 @@ ENTRIES: tuple[S, ...] = (
                 "execution.",
                 "Error executing method 'execute_model'. This might cause deadlock in distributed execution.")),
     S("traceback", "traceback", "error", ("Traceback (most recent call last)",), origin="python", library="Python",
+      generic=True,
       feeds="evidence (the exception line names the cause)", examples=("Traceback (most recent call last):",)),
     S("exception", "exception", "error", ("Error: ", "Exception: ", "Error(", "Interrupt: "),
       r"^\s*(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt))(?:: |\()(?P<message>.*)$",
       origin="python", library="Python", fields=("type", "message"), feeds="exception (ranked below specific causes)",
+      generic=True,
       examples=("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
                 "KeyError: 'model.layers.0.mlp.experts.w2_weight'")),
 )  # fmt: skip

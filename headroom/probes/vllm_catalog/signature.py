@@ -35,6 +35,18 @@ RELEASES: dict[str, dict[str, str]] = {
     "0.11.0": {"wheel": "vllm-0.11.0-cp38-abi3-manylinux1_x86_64.whl",
                "sha256": "3861c75ff2b12e24f6d179ff5c084d791b42ded8675d76c8706697c79f68cd62",
                "commit": "f71952c1c"},
+    "0.14.1": {"wheel": "vllm-0.14.1-cp38-abi3-manylinux_2_31_x86_64.whl",
+               "sha256": "435565a8299a5fcdbf5af4a798e342ddeec3f90df83c8227cc204bdebca19494",
+               "commit": "d7de043d5"},
+    "0.17.1": {"wheel": "vllm-0.17.1-cp38-abi3-manylinux_2_31_x86_64.whl",
+               "sha256": "c52e892309532b4e51cb94d022c5e3c0087300cdb56e4645708601443299d871",
+               "commit": "95c0f928c"},
+    "0.20.2": {"wheel": "vllm-0.20.2-cp38-abi3-manylinux_2_35_x86_64.whl",
+               "sha256": "22a7dd06eb03371298e13d6100f3dedbf307352342aaf08e87c929c60aae9b4d",
+               "commit": "bc150f502"},
+    "0.25.1": {"wheel": "vllm-0.25.1-cp38-abi3-manylinux_2_28_x86_64.whl",
+               "sha256": "16fc7a28df1576eb6f7ca0455026551b8f9adb674c19c66059359ef3e964bd1e",
+               "commit": "752a3a504"},
     "0.32.0": {"wheel": "vllm-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl",
                "sha256": "5e2ecdc5b0baf72921c288486417ca82778456a448e4fe60b62ee43c0dfc8611",
                "commit": "5df63a720"},
@@ -83,6 +95,11 @@ class Signature:
     examples: tuple[str, ...] = ()  # real messages (without prefix)
     library: str = ""  # for non-vLLM origins: which library prints it
     quoted: bool = False  # the text itself sits inside quotes (Triton's ValueError("..."))
+    # Clauses from the middle or end of a long text, each found in no other entry's text: a
+    # line holding one is this text without its start (a paste that wrapped or quoted part
+    # of it). Their fields come from the regex when it still matches.
+    fragments: tuple[str, ...] = ()
+    generic: bool = False  # matches any exception or config error: specific texts win over it
     # filled from provenance.py:
     releases: tuple[str, ...] = ()  # releases read that contain the text
     sources: tuple[str, ...] = ()  # "release: path:line" in vLLM's source

@@ -1,0 +1,205 @@
+"""Messages wrapped over several lines: a terminal's width, an issue editor, a paste.
+
+vLLM prints a message on one line, but what reaches Headroom may have it over two or more
+("... stored in KV cache (\\n3984). Try increasing ...", vllm-project/vllm#7526). The log
+reader keeps the current *paragraph*: the last line that started a record, plus the lines
+that continue it. A line continues it when it is not a record of its own (no logger or
+process prefix, no traceback or exception start, no NCCL line, no list item). The paragraph
+joined with the line (with a space, or none where the wrap cut a word or a number in two) is
+read again; when that reading says more than the paragraph alone and than the line alone, it
+replaces the paragraph's reading when that was the same failure or only "some exception",
+and stands beside it otherwise.
+
+The work per line is bounded: a paragraph holds at most _MAX_LINES lines and _MAX_CHARS
+characters, and a line that continues nothing costs one regex match.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from headroom.probes.vllm_catalog import SIGNATURES
+from headroom.probes.vllm_log_patterns import LogEvent
+
+__all__ = ["Joined", "Paragraph"]
+
+_MAX_LINES = 16
+_MAX_CHARS = 1600  # vLLM's longest error texts are ~600 characters, a prefix ~80
+# A line that starts a record of its own (and so continues nothing): a logger or process
+# prefix ("INFO 05-09 ...", "(EngineCore_DP0 pid=1) ...", "[rank0]: ..."; a terminal's wrap
+# never repeats a prefix), a traceback's lines, an exception, an NCCL line.
+_RECORD_START = re.compile(
+    r"\s*(?:Traceback \(|File \"|During handling|The above exception|raise |\^|~|[-=*#]{3}|[-*] "
+    r"|\([^()]{1,60}? pid=\d|\[rank\d|/\S+\.py:\d+: |\[[WEIF]\d{4} \d\d:|\((?:raylet|autoscaler|gcs_server)\b"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)\b"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b|\S+:\d+:\d+ \[\d+\] NCCL)"
+)
+# First characters of vLLM's prefixes ("(EngineCore_DP0 pid=1)", "[rank0]:"): no regex needed.
+_PREFIX_CHARS = "(["
+# The start of an INFO or DEBUG record without a process tag (V0's logger, uvicorn's).
+_INFO_HEADS = ("INFO ", "INFO:", "DEBUG")
+# A record that nothing continues: a traceback's "File" line, a Python warning's location.
+_NO_CONTINUATION = re.compile(r'(?:^|[)\]:] )\s*(?:File "|\S+\.py:\d+: )')
+_NO_SPACE_AFTER = "([{_"
+_NO_SPACE_BEFORE = ")]},;.:_\u2026"
+_DEVICES = ("cuda:", "cpu:", "xpu:", "npu:", "hpu:", "gpu:", "rocm:", "device:")
+# A reading that only says "some exception" adds nothing to a paragraph.
+_GENERIC = frozenset(sig.id for sig in SIGNATURES if sig.generic)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A wrapped message read whole: its event, and the paragraph's earlier event it replaces."""
+
+    event: LogEvent
+    replaces: LogEvent | None
+
+
+Classify = Callable[[str, "int | None"], "LogEvent | None"]
+
+
+class Paragraph:
+    """The record being read and the lines that continue it (see the module docstring)."""
+
+    def __init__(self, classify: Classify) -> None:
+        self._classify = classify
+        self.text: str | None = None
+        self.lineno: int | None = None
+        self.lines = 0
+        self.event: LogEvent | None = None  # what the paragraph was last read as
+
+    def add(self, clean: str, lineno: int, event: LogEvent | None) -> Joined | None:
+        """Take the next (normalised) line and its own reading; returns the whole message's
+        reading when the line continues the paragraph and the whole says more."""
+        head = clean[:5]
+        if (
+            head[:1] in _PREFIX_CHARS
+            and head
+            and (clean.find("pid=", 0, 72) > 0 or head == "[rank")
+        ):
+            # vLLM's own lines (a process tag, [rankN]): the common case, kept cheap. An
+            # INFO or DEBUG record is a running server's own, whole: nothing continues it.
+            # (A traceback's "File" line is refused by the reader itself.)
+            if clean.find(" INFO ", 0, 90) > 0 or clean.find(" DEBUG ", 0, 90) > 0:
+                self.text = None
+            else:
+                self.text, self.lineno, self.lines, self.event = clean, lineno, 1, event
+            return None
+        if head in _INFO_HEADS:
+            self.text = None
+            return None
+        if not clean or clean.isspace():
+            self.text = None
+            return None
+        if self.text is None or not self._continues(clean):
+            self._start(clean, lineno, event)
+            return None
+        joined, found = self._read_joined(clean)
+        # the line's trailing space stays: the next join needs to know it was there
+        self.text, self.lines = joined + (" " if clean[-1:].isspace() else ""), self.lines + 1
+        if found is None or found.signature in _GENERIC:
+            return None
+        if _same(found, self.event) or _same(found, event):
+            return None
+        return Joined(found, self.event)
+
+    def _start(self, clean: str, lineno: int, event: LogEvent | None) -> None:
+        if ('File "' in clean or clean[:1] == "/") and _NO_CONTINUATION.search(clean[:300]):
+            self.text = None
+            return
+        self.text, self.lineno, self.lines, self.event = clean[:_MAX_CHARS], lineno, 1, event
+
+    def _continues(self, line: str) -> bool:
+        text = self.text or ""
+        if self.lines >= _MAX_LINES or len(text) + len(line) > _MAX_CHARS:
+            return False
+        return _RECORD_START.match(line) is None
+
+    def _read_joined(self, line: str) -> tuple[str, LogEvent | None]:
+        raw = self.text or ""
+        text, part = raw.rstrip(), line.strip()
+        # a space the terminal kept at the end of a line or the start of the next is real
+        glue = " " if raw[-1:].isspace() or line[:1].isspace() else _glue(text, part)
+        joined = text + glue + part
+        found = self._classify(joined, self.lineno)
+        if found is None or found.signature in _GENERIC:
+            # the other reading of the cut: a space the wrap took, or a word it split
+            other = text + (" " if not glue else "") + part
+            second = self._classify(other, self.lineno)
+            if second is not None and second.signature not in _GENERIC:
+                return other, second
+        return joined, found
+
+
+_WORD_END = re.compile(r"\w+$")
+_HEX = re.compile(r"[0-9a-f]+")
+_WORD_START = re.compile(r"\w+")
+# The words of the catalog's texts: a wrap that cut one of them in two is told from a wrap
+# between two words by whether the two pieces make one of them.
+_VOCABULARY = frozenset(
+    word.lower()
+    for sig in SIGNATURES
+    for text in (*sig.needles, *sig.fragments, *sig.examples)
+    for word in _WORD_START.findall(text)
+)
+
+
+def _glue(text: str, part: str) -> str:
+    """What the wrap took away between the two pieces: a space, or nothing."""
+    last, first = text[-1:], part[:1]
+    if not last or not first:
+        return " "
+    if last in _NO_SPACE_AFTER or first in _NO_SPACE_BEFORE:
+        return ""  # inside brackets, before punctuation
+    if last in "=<>" or first in "=<>":  # "x = 1", "len > 32K" keep their spaces; "OpType=" not
+        return " " if text[-2:-1] == " " or part[1:2] == " " else ""
+    if first.isdigit() and (last.isdigit() or (last in ".,-x" and text[-2:-1].isdigit())):
+        return ""  # a number, a version, an address cut in two ("(3" / "984)", "10." / "0.0.51")
+    if first.isdigit() and last == ":":
+        # "cuda:" / "0", "custom_all_reduce.cuh:" / "307"; but "address:" / "10.0.0.51"
+        token = text.rsplit(None, 1)[-1].lower()
+        return "" if "." in token or token in _DEVICES else " "
+    if (first == "'" and part[1:3] in ("s ", "t ")) or (last == "'" and part[:2] in ("s ", "t ")):
+        return ""  # "there" / "'s not enough", "there'" / "s not enough"
+    if first == "/" or last == "/":  # a path cut in two, or a path after a word
+        token = text.rsplit(None, 1)[-1] if text.strip() else ""
+        return "" if last == "/" or "/" in token else " "
+    right = _WORD_START.match(part)
+    if last == "." and right is not None and text[-2:-1].isalnum():
+        # "PreemptionMode." / "RECOMPUTE", "torch." / "bfloat16": a name; "space." / "This": prose
+        word = right.group(0)
+        return "" if word[0].islower() or (len(word) > 1 and word.isupper()) else " "
+    left = _WORD_END.search(text)
+    if first == "(" and left is not None and left.group(0)[:1].isupper() and part[1:2].isalpha():
+        return ""  # a call or a name: "Timeout" / "(ms)=600000", "WorkNCCL" / "(SeqNum=2"
+    if left is None or right is None:
+        return " "
+    a, b = left.group(0), right.group(0)
+    if (any(c.isdigit() for c in a) and any(c.isdigit() for c in b)) or (
+        len(a + b) >= 8 and _HEX.fullmatch(a + b) and any(c.isdigit() for c in a + b)
+    ):
+        return ""  # an id cut in two ("e8013585" / "f5e8cca8", "e" / "8013585f5e")
+    whole = (a + b).lower()
+    if whole in _VOCABULARY and (len(whole) >= 5 or not (_is_word(a) and _is_word(b))):
+        return ""  # a word cut in two ("KV ca" / "che", "Preempt" / "ionMode", "be" / "cause")
+    return " "
+
+
+# Words of one or two letters; any other such piece is part of a longer word.
+_SHORT_WORDS = frozenset("a an as at be by do if in is it no of on or so to up we x".split())
+
+
+def _is_word(piece: str) -> bool:
+    lower = piece.lower()
+    return lower in _SHORT_WORDS if len(lower) <= 2 else lower in _VOCABULARY
+
+
+def _same(a: LogEvent | None, b: LogEvent | None) -> bool:
+    return (
+        a is not None
+        and b is not None
+        and a.signature == b.signature
+        and dict(a.fields) == dict(b.fields)
+    )
