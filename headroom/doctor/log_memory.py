@@ -99,3 +99,20 @@ def available_kv_from_log(lines: Iterable[str]) -> float | None:
     and activations overran the budget), or the refusal's "available KV cache memory (x)"."""
     lines = [str(x) for x in lines]
     return next((v for p in _AVAILABLE if (v := _last(p, lines)) is not None), None)
+
+
+def activation_from_log(events: Iterable, ledger: MemoryLedger | None) -> float | None:
+    """The start-up profile's activation peak as the log gives it, GiB per GPU: V0
+    0.6.5-0.10's "PyTorch activation peak memory takes X GiB" (the ledger), else 0.6.3-0.6.4's
+    "Memory profiling results: ... peak_torch_memory=X" less the weights (torch's peak holds
+    the weights too). None when the log says neither."""
+    if ledger is not None and ledger.activation_gib is not None:
+        return ledger.activation_gib if ledger.activation_gib >= 0 else None
+    weights = ledger.weights_gib if ledger is not None else None
+    if not weights:
+        return None
+    for event in events:
+        peak = getattr(event, "fields", {}).get("peak_torch_gib")
+        if getattr(event, "kind", None) == "memory_summary" and isinstance(peak, float):
+            return max(peak - weights, 0.0) if peak > 0 else None
+    return None

@@ -92,6 +92,8 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
             )
         elif "kv_tokens" in nums and max_len:
             extra = A.extra_gib_for_tokens(ctx, max_len, int(nums["kv_tokens"]))
+            if extra is None:
+                extra = _extra_by_the_log(ctx, max_len, int(nums["kv_tokens"]))
             evidence.append(
                 f"{max_len:,} tokens needed for one request, {int(nums['kv_tokens']):,} fit"
             )
@@ -166,6 +168,17 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
             )
         )
     return out
+
+
+def _extra_by_the_log(ctx, max_len: int, kv_tokens: int) -> float | None:
+    """The KV GiB per GPU one request lacks, by the log's own bytes per token (its KV GiB
+    over its KV tokens: V0's "Memory profiling results ... kv_cache_size" or "reserved for KV
+    Cache is X GiB" beside "# GPU blocks") when the model's shape is unknown."""
+    ledger = getattr(ctx.facts, "ledger", None)
+    kv_gib = getattr(ledger, "kv_gib", None)
+    if not kv_gib or kv_gib <= 0 or kv_tokens <= 0 or max_len <= kv_tokens:
+        return None
+    return (max_len - kv_tokens) * kv_gib / kv_tokens
 
 
 def kv_capacity_thin(ctx) -> list[Finding]:

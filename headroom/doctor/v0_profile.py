@@ -25,12 +25,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from headroom.doctor.findings import Action
+from headroom.doctor.log_memory import activation_from_log
 from headroom.doctor.memory_model import account
+from headroom.doctor.model_family import model_family
 from headroom.doctor.model_bytes import GIB
 from headroom.doctor.versions import (
     effective_version,
     format_version,
     has_chunked_prefill,
+    has_null_block,
     is_v1,
     parse_version,
     profile_follows_length,
@@ -97,7 +100,7 @@ def chunked_prefill_action(ctx, why: str, version_text: str | None = None) -> Ac
     tokens = whole_prompt_tokens(ctx, version_text)
     if version is None or tokens is None or not has_chunked_prefill(version):
         return None
-    if any(ctx.arg(flag) for flag in _EXCLUSIVE):
+    if any(ctx.arg(flag) for flag in _EXCLUSIVE) or _not_chunked_in_v0(ctx):
         return None
     chunk = chunk_tokens(version)
     return Action(
@@ -108,6 +111,17 @@ def chunked_prefill_action(ctx, why: str, version_text: str | None = None) -> Ac
         f"chunked prefill profiles {chunk:,} tokens and keeps max_model_len",
         COST,
     )
+
+
+def _not_chunked_in_v0(ctx) -> bool:
+    """Models V0 kept off chunked prefill: multimodal ones (off by default in V0, 0.7.3
+    arg_utils.py: "For multimodal models, chunked prefill is disabled by default in V0") and
+    MLA ones (0.7.3 config.py: "MLA is enabled; forcing chunked prefill and prefix caching
+    to be disabled")."""
+    family = model_family(ctx)
+    if family is not None and family.multimodal:
+        return True
+    return bool(getattr(ctx.model_read, "kv_lora_rank", None))
 
 
 def chunked_gain_gib(ctx, version_text: str | None = None) -> float | None:
@@ -138,21 +152,54 @@ def chunked_closes(
 ) -> tuple[bool, str | None]:
     """(whether the KV the log says there is, kv_tokens, plus what chunked prefill gives
     back holds one request of max_len, plus the null block where the release has one; the
-    arithmetic in words, or None when it cannot be sized)."""
-    gain = chunked_gain_gib(ctx, version_text)
-    acc = ctx.account
-    if gain is None or acc is None or not acc.kv_bytes_per_token or not kv_tokens:
+    arithmetic in words, or None when it cannot be sized). The log's own numbers first: its
+    profile's activation peak and its KV GiB over its KV tokens; else the memory model's."""
+    if not kv_tokens:
         return False, None
-    block = max(acc.block_size, 1)
-    more = int(gain * GIB // (acc.kv_bytes_per_token * block)) * block
-    need = max_len + (block if acc.null_block else 0)
+    sized = _gain_from_log(ctx, kv_tokens, version_text) or _gain_from_model(ctx, version_text)
+    if sized is None:
+        return False, None
+    gain, per_token, block, null_block, source = sized
+    more = int(gain * GIB // (per_token * block)) * block
+    need = max_len + (block if null_block else 0)
     closes = kv_tokens + more >= need
     line = (
-        f"chunked prefill gives back about {gain:.2f} GiB of the profile's activation: "
-        f"{kv_tokens:,} + {more:,} KV tokens {'>=' if closes else '<'} one request of "
-        f"{max_len:,}"
+        f"chunked prefill gives back about {gain:.2f} GiB of the profile's activation "
+        f"({source}): {kv_tokens:,} + {more:,} KV tokens {'>=' if closes else '<'} one request "
+        f"of {max_len:,}"
     )
     return closes, line
+
+
+# The part of the profile's peak that does not scale with its tokens (the sampler's logits
+# for max_num_seqs sequences, a few hundred MiB at most): a tenth of the peak is kept for it.
+_FIXED_SHARE = 0.1
+
+
+def _gain_from_log(ctx, kv_tokens: int, version_text: str | None):
+    """(GiB back, KV bytes per token, block, null block, source) from the log's numbers: the
+    activation of a whole-prompt profile scales with its tokens, so a chunk of c keeps about
+    c / tokens of it."""
+    tokens = whole_prompt_tokens(ctx, version_text)
+    version = parse_version(version_text or ctx.version)
+    ledger = getattr(ctx.facts, "ledger", None)
+    activation = activation_from_log(ctx.events, ledger)
+    kv_gib = getattr(ledger, "kv_gib", None)
+    if tokens is None or version is None or activation is None or not kv_gib or kv_gib <= 0:
+        return None
+    block = getattr(ledger, "block_size", None) or max(ctx.knobs.block_size, 1)
+    share = 1.0 - chunk_tokens(version) / tokens
+    gain = activation * share * (1.0 - _FIXED_SHARE)
+    per_token = kv_gib * GIB / kv_tokens
+    return gain, per_token, block, has_null_block(version), "the log's activation peak"
+
+
+def _gain_from_model(ctx, version_text: str | None):
+    gain = chunked_gain_gib(ctx, version_text)
+    acc = ctx.account
+    if gain is None or acc is None or not acc.kv_bytes_per_token:
+        return None
+    return gain, acc.kv_bytes_per_token, max(acc.block_size, 1), acc.null_block, "estimate"
 
 
 def v0_explains_no_kv(ctx) -> tuple[str, str] | None:

@@ -178,3 +178,29 @@ def test_no_kv_never_lowers_the_budget_and_v1_never_gets_chunked_prefill(
                 assert util <= value <= 0.95
     if version == "0.10.2":
         assert ("enable_chunked_prefill", "set") not in _turns(top)
+
+
+def test_the_v0_refusal_is_sized_by_the_logs_own_numbers():
+    """tests/fixtures/gpu-startup-logs/rtx3090-llama3.1-8b-maxlen29000-fail-v0.6.log (vllm
+    #10517): no model given. The log's KV (2.89 GiB = 23,648 tokens) prices a token, its
+    total (23.58 GiB) sizes the raise, which closes the 5,352-token gap: the raise leads; its
+    profile's peak (peak_torch 17.98 - weights 14.99 GiB) says chunked prefill would too."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "fixtures/gpu-startup-logs"
+    log = (path / "rtx3090-llama3.1-8b-maxlen29000-fail-v0.6.log").read_text()
+    top = diagnose(DoctorInputs(log=log)).findings[0]
+    assert top.id == "max-seq-len-exceeds-kv"
+    assert _turns(top)[0] == ("gpu_memory_utilization", "raise")
+    assert 0.9 < top.actions[0].value <= 0.95
+    assert ("enable_chunked_prefill", "set") in _turns(top)
+    assert any("short by about 0.65 GiB" in line for line in top.evidence)
+    assert any("the log's activation peak" in line and ">=" in line for line in top.evidence)
+
+
+def test_no_chunked_prefill_for_models_v0_kept_off_it():
+    line = _refusal(8192, 2400)
+    vl = _turns(_top(line, ["vllm", "serve", "Qwen/Qwen2.5-VL-7B-Instruct"]))
+    assert ("enable_chunked_prefill", "set") not in vl
+    text = _turns(_top(line, ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"]))
+    assert ("enable_chunked_prefill", "set") in text
