@@ -92,6 +92,11 @@ class Context:
         reported_len = getattr(self.inputs.extra.get("server_info"), "max_model_len", None)
         if reported_len:
             args.setdefault("max_model_len", reported_len)
+        # The engine's config line names the TP it ran with (V0 and V1 alike): without it a
+        # 70B at TP 4 would be sized as if its weights sat on one GPU.
+        logged_tp = getattr(self.facts, "tensor_parallel_size", None)
+        if isinstance(logged_tp, int) and logged_tp > 1:
+            args.setdefault("tensor_parallel_size", logged_tp)
         return knobs_from_command(_ArgsView(args)) if args else Knobs()
 
     @cached_property

@@ -270,3 +270,14 @@ def test_the_weights_search_counts_the_gpus_cuda_visible_devices_lists():
     assert "if the node has" not in tp.why
     unhedged = _findings(FULL_A6000, argv[3:])[0]
     assert any("if the node has" in a.why for a in unhedged.actions)
+
+
+def test_the_engine_config_line_gives_the_tp_in_force_without_a_command():
+    """A V1 engine config line (0.10.1.1, tests/fixtures/startup-logs) says TP 4: the weights
+    are sized per GPU at TP 4, not as if one GPU held them all."""
+    log = read_fixture(
+        "startup-logs", "dennislee22-vllm-120B-4gpuA10080GB-0.8GRAM-diff-nodes-v0.10.1.1.log"
+    )
+    engine = next(line for line in log.splitlines() if "Initializing a V1 LLM engine" in line)
+    assert Context(DoctorInputs(log=engine)).knobs.tp == 4
+    assert Context(DoctorInputs(log=FULL_A6000)).knobs.tp == 1
