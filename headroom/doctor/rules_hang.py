@@ -21,6 +21,10 @@ threads and the docs answer, by what the input shows, and says what to check:
   name the kernel, and on Volta (V100, SM70) with TP 2, where the kernel spins (1Cat-vLLM
   #652, #431); second otherwise, where it is in play.
 
+Across nodes (--nodes, --nnodes, the words "multi-node", "two machines", "多机") the network
+between them comes first: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME name the NIC the nodes
+share (vLLM's distributed troubleshooting), then the P2P fixes inside each node.
+
 Conservative: only for a start that stops in communication set-up with two ranks or more,
 or a person's words that report such a hang with TP/PP > 1, several GPUs or NCCL; never for a
 log with an error line, a single GPU, or a hang said to be in a download, a load or a compile.
@@ -156,6 +160,22 @@ def gpu_of(ctx) -> GpuModel | None:
     return _gpu(ctx, None)
 
 
+def _across_nodes(ctx) -> tuple[Action, ...]:
+    """Across nodes NCCL's bootstrap and the Gloo group pick a NIC each; a bridge, VPN or
+    docker interface the other node cannot reach hangs the set-up (vLLM's distributed
+    troubleshooting: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME on every node; fleet-facts.md).
+    The interface is the operator's to name: advice, no value."""
+    env = getattr(ctx.inputs.host, "nccl_env", None) or {}
+    acts = []
+    for name, why in (
+        ("NCCL_SOCKET_IFNAME", "NCCL bootstraps over the NIC the nodes share (e.g. eth0)"),
+        ("GLOO_SOCKET_IFNAME", "vLLM's CPU (Gloo) group on the same NIC; Ray does not copy it"),
+    ):
+        if not env.get(name):
+            acts.append(Action(name, "set", None, why, "set it on every node"))
+    return tuple(acts)
+
+
 def _tp_of(ctx, stall: CommStall | None, words: HangWords | None) -> int:
     tp = ctx.knobs.tp * ctx.knobs.pp
     if ctx.inputs.command is not None:
@@ -185,6 +205,8 @@ def comms_hang(ctx) -> list[Finding]:
         words is not None and words.custom_allreduce
     )
     acts = ranked_fixes(ctx, tp, gpu, links, stall=stall, custom_named=named)
+    if ctx.nodes > 1 or (words is not None and words.multi_node):
+        acts = _across_nodes(ctx) + acts  # the network between the nodes before P2P inside one
     if not acts:
         return []
     evidence = _evidence(stall, words, tp, links, gpu)

@@ -211,7 +211,12 @@ _TP = re.compile(
 _TP_GLUED = re.compile(r"(?<![\w-])[TP]P(?P<n>[2-9]|1[0-9])(?![\w.])")  # "TP2", "PP4"
 _COMM_WORDS = re.compile(
     r"\bNCCL\b|all[-_ ]?reduce|allreduce|\bP2P\b|peer[- ]to[- ]peer|\bdistributed\s+(?:inference|serving)\b|"
-    r"multi[- ]?node|多机|通信",
+    r"multi[- ]?node|多机|多节点|通信",
+    re.IGNORECASE,
+)
+_MULTI_NODE = re.compile(
+    r"multi[- ]?node|multiple\s+(?:nodes|machines|hosts)|(?:two|2|three|3|four|4|several)\s+(?:nodes|machines)|"
+    r"across\s+(?:nodes|machines)|多机|多节点|跨节点|两台",
     re.IGNORECASE,
 )
 _CUSTOM_AR = re.compile(
@@ -243,6 +248,7 @@ class HangWords:
     tp: int | None  # the tensor/pipeline parallel size named (the largest)
     custom_allreduce: bool  # the custom all-reduce kernel named
     nccl: bool  # NCCL, all-reduce or P2P named
+    multi_node: bool  # several nodes / machines named: the network between them, not P2P
     other_stage: bool  # a download, a load, a compile or graphs named: not communication
     gpu_tokens: tuple[str, ...]  # GPU model names as written ("V100", "RTX 3090")
 
@@ -290,12 +296,14 @@ def words_of_line(line: object) -> HangWords | None:
         several = facts.several_gpus or any(n > 1 for n in facts.gpu_counts)
         nccl = bool(_COMM_WORDS.search(text))
         custom = bool(_CUSTOM_AR.search(text))
+        multi_node = bool(_MULTI_NODE.search(text))
         return HangWords(
             text=text.strip(),
-            multi_gpu=more or several or nccl or custom,
+            multi_gpu=more or several or nccl or custom or multi_node,
             tp=tp,
             custom_allreduce=custom,
             nccl=nccl or custom,
+            multi_node=multi_node,
             other_stage=bool(_OTHER_STAGE.search(text)),
             gpu_tokens=tuple(dict.fromkeys(m.group(0) for m in _GPU_TOKEN.finditer(text)))[:4],
         )

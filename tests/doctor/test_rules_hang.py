@@ -165,3 +165,15 @@ def test_a_collective_that_timed_out_after_days_keeps_the_custom_kernel_first():
     top = _diagnose(log, ["vllm", "serve", "m", "-tp", "4"])[0]
     assert top.id == "nccl-watchdog-timeout"
     assert _knobs(top) == ["disable_custom_all_reduce"]
+
+
+def test_a_hang_across_nodes_names_the_network_interfaces_first():
+    said = "[Bug]: 2 nodes serving hanging\n"  # vllm #8447 (TP 8 x PP 2 over two nodes)
+    top = _hang(_diagnose(said))
+    assert top is not None
+    assert _knobs(top)[:2] == ["NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"]
+    assert top.actions[0].value is None  # the NIC is the operator's to name
+    # --nodes says so too, for a log that stopped in NCCL's bootstrap
+    inputs = DoctorInputs(log=digest_text(_log("vllm-5484-nccl-init-hang-pp2.log")), nodes=2)
+    top = _hang(diagnose(inputs).findings)
+    assert top is not None and _knobs(top)[0] == "NCCL_SOCKET_IFNAME"

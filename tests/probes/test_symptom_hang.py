@@ -124,6 +124,7 @@ def test_the_catalog_reads_the_set_up_lines_as_distributed_init_events():
             ("V100",),
         ),
         ("[Bug]: vLLM 0.5.1 tensor parallel 2 hang", 2, False, ()),  # vllm #6370
+        ("[Bug]: 2 nodes serving hanging", None, False, ()),  # vllm #8447
     ],
 )
 def test_a_multi_gpu_hang_said_in_a_title(title, tp, custom, gpus):
