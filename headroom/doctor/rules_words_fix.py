@@ -8,6 +8,8 @@ five-step table's actions:
   way. A verb says the way; "set X to N" is compared with what ran (the command line, else
   the model's own length, else the release's default utilization); a length, a sequence or a
   batch budget set after a memory failure can only have helped by going down;
+- CUDA-graph capture said to fail: vLLM's own advice before capture, in its order (a lower
+  utilization, eager mode, fewer sequences);
 - a memory failure said in words whose sentence blames the context length ("using default
   value [of max_model_len] caused OOM", "128k context OOM", "上下文太长导致爆显存"): step 4's
   max_model_len, down. Only for a CUDA OOM said in words: a KV shortage in words keeps the
@@ -166,4 +168,38 @@ def length_blamed(ctx) -> list[Finding]:
     ]
 
 
-RULES = (stated_fix, length_blamed)
+def graph_capture_failed(ctx) -> list[Finding]:
+    """CUDA-graph capture said to fail ("CUDA graph capture fails during profiling"): the
+    graphs are captured after the KV cache took its share of the GPU, outside vLLM's budget
+    in the releases that do not count them (versions.RELEASE_TABLE), so what is left beside
+    the budget ran out. vLLM's own words before capture (V0 worker/model_runner.py
+    capture_model, 0.6.3): "CUDA graphs can take additional 1~3 GiB memory per GPU. If you are
+    running out of memory, consider decreasing `gpu_memory_utilization` or enforcing eager
+    mode. You can also reduce the `max_num_seqs` as needed": that order."""
+    words = _words(ctx)
+    if words is None or not words.graph_capture_failed:
+        return []
+    why = "CUDA-graph capture needs memory outside vLLM's budget"
+    acts = [A.lower_kv_memory(ctx, None, f"{why}: a smaller budget leaves it room")]
+    if not ctx.knobs.enforce_eager:
+        acts.append(A.enforce_eager("no CUDA graphs to capture"))
+    seqs = ctx.knobs.max_num_seqs or (ctx.account.max_num_seqs if ctx.account else None)
+    if seqs:
+        acts.append(A.lower_max_num_seqs(seqs, None, "fewer batch sizes to capture graphs for"))
+    acts = [a for a in acts if a is not None]
+    if not acts:
+        return []
+    evidence = (words.text[:400], "the words say CUDA-graph capture failed")
+    return [
+        Finding(
+            "words-graph-capture",
+            4,
+            "error",
+            "CUDA-graph capture failed: the memory beside vLLM's budget ran out",
+            evidence,
+            tuple(acts),
+        )
+    ]
+
+
+RULES = (stated_fix, length_blamed, graph_capture_failed)

@@ -59,6 +59,7 @@ _ID_ORDER = (
     # symptom said in words, which do not know what the rest of the sentence says
     "words-low-utilization",
     "words-works-with",
+    "words-graph-capture",
     "cuda-oom",
     "max-seq-len-exceeds-kv",
     "predicted-max-seq-len-exceeds-kv",

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from headroom.probes.symptom_fixes import StatedFix, stated_fixes
+from headroom.probes.symptom_fixes import StatedFix, graph_capture_failed, stated_fixes
 from headroom.probes.symptom_fixes import length_blamed as blames_length
 from headroom.probes.symptom_setup import GPU_NAME, gpu_memory_gib, gpu_names, model_names
 from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
@@ -173,6 +173,7 @@ class WordFacts:
     trouble: bool = False  # something said to go wrong ("[bug]", "error", "fails", "报错")
     fixes: tuple[StatedFix, ...] = ()  # knobs said to have fixed it (probes.symptom_fixes)
     length_blamed: bool = False  # the context length named as the cause
+    graph_capture_failed: bool = False  # CUDA-graph capture said to fail
     text: str = ""  # the words read (first line that had any of the above)
     # The setup named (probes.symptom_setup), from any line of the words: candidate model
     # names, GPU names as written, one GPU's memory in GB.
@@ -209,6 +210,7 @@ class WordFacts:
             or self.trouble
             or self.fixes
             or self.length_blamed
+            or self.graph_capture_failed
         )
 
     @property
@@ -304,6 +306,7 @@ def facts_of_text(text: object) -> WordFacts:
             trouble=bool(_TROUBLE.search(words)),
             fixes=stated_fixes(words),
             length_blamed=blames_length(words),
+            graph_capture_failed=graph_capture_failed(words),
             text=words.strip(),
             model_names=model_names(words),
             gpu_names=gpu_names(words),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["StatedFix", "length_blamed", "stated_fixes"]
+__all__ = ["StatedFix", "graph_capture_failed", "length_blamed", "stated_fixes"]
 
 # ASCII word classes: a Chinese character beside an English word ("报错OOM", "会OOM",
 # "有8 GPUs") is not a word character that blocks \b or a lookaround.
@@ -235,5 +235,36 @@ def length_blamed(text: object) -> bool:
             if large and (_number(large.group("n")) or 0) >= 32768:
                 return True
         return False
+    except Exception:
+        return False
+
+
+# CUDA-graph capture named as what failed: "CUDA graph capture fails during profiling",
+# "OOM during cudagraph capture", "capturing CUDA graphs ran out of memory", "cuda graph 捕获失败".
+_CAPTURE = (
+    r"(?:cuda[\s_-]?graphs?|cudagraphs?|graph)[\s_-]+captur(?:e|ing)|"
+    r"captur(?:e|ing)\s+(?:the\s+)?(?:model\s+for\s+)?(?:cuda[\s_-]?graphs?|cudagraphs?)|"
+    r"(?:cuda[\s_-]?graphs?|cudagraphs?)\s*(?:的)?\s*捕获"
+)
+_CAPTURE_FAILED = re.compile(
+    rf"(?:{_CAPTURE})[^.;!?\n]{{0,60}}?(?:\bfail(?:s|ed|ing|ure)?\b|\berrors?\b|\bcrash(?:es|ed)?\b|"
+    r"(?<![A-Za-z])OOM|\bout\s+of\s+memory\b|失败|报错|显存不足|爆显存)|"
+    rf"(?:\bfail(?:s|ed|ure)?\b|(?<![A-Za-z])OOM(?:s|'?d)?|\bout\s+of\s+memory\b|失败|报错|显存不足|爆显存)"
+    rf"[^.;!?\n]{{0,30}}?\b(?:during|while|when|in|at)\s+(?:the\s+)?(?:{_CAPTURE})",
+    _IA,
+)
+
+
+def graph_capture_failed(text: object) -> bool:
+    """Whether a sentence reports CUDA-graph capture failing (not a hedge, a question or
+    vLLM's own hint "If out-of-memory error occurs during cudagraph capture, ..."). Never
+    raises."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        return any(
+            _reports(sentence) and _CAPTURE_FAILED.search(sentence)
+            for sentence in _sentences(text[:_MAX_CHARS])
+        )
     except Exception:
         return False

@@ -190,3 +190,34 @@ def test_a_real_vllm_error_line_keeps_the_words_out():
     )
     ctx = Context(_inputs(log))
     assert ctx.model_read is None and ctx.gpu is None
+
+
+# --- CUDA-graph capture said to fail -----------------------------------------------------------
+
+
+def test_a_capture_failure_in_words_lowers_the_budget_first():
+    # xencon/aixcl#694: an 8 GB card at 0.8; vLLM's hint before capture names the utilization
+    # first, then eager mode, then max_num_seqs
+    d = diagnose(_inputs("Error: CUDA graph capture fails during profiling",
+                         "--gpu-memory-utilization 0.8 --max-model-len 32768", "1xRTX4060:8"))  # fmt: skip
+    top = d.findings[0]
+    assert top.id == "words-graph-capture" and top.step == 4
+    assert [(a.knob, a.direction) for a in top.actions][:2] == [
+        ("gpu_memory_utilization", "lower"),
+        ("enforce_eager", "set"),
+    ]
+    assert ("gpu_memory_utilization", "raise") not in _turns(d)
+
+
+def test_eager_mode_already_on_is_not_offered_again():
+    d = diagnose(_inputs("Error: CUDA graph capture fails during profiling", "--enforce-eager"))
+    top = d.findings[0]
+    assert top.id == "words-graph-capture"
+    assert "enforce_eager" not in {a.knob for a in top.actions}
+
+
+def test_vllms_own_capture_hint_is_no_failure():
+    # V0 model_runner.py's hint, as vllm-project/vllm#11452 pastes it
+    line = ("If out-of-memory error occurs during cudagraph capture, consider decreasing "
+            "`gpu_memory_utilization` or switching to eager mode.")  # fmt: skip
+    assert "words-graph-capture" not in {f.id for f in diagnose(_inputs(line)).findings}

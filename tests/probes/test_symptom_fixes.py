@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headroom.probes.symptom_fixes import length_blamed, stated_fixes
+from headroom.probes.symptom_fixes import graph_capture_failed, length_blamed, stated_fixes
 
 # (text, the (knob, direction, value) it states)
 FIXES = [
@@ -124,3 +124,39 @@ def test_a_hedged_sentence_states_no_fix(hedge, change, done):
 def test_a_lowering_said_to_fix_is_read_whatever_its_spelling(verb, knob, value, done):
     found = stated_fixes(f"{verb} {knob} to {value}{done}")
     assert [(f.knob, f.direction, f.value) for f in found] == [("max_model_len", "lower", value)]
+
+
+@pytest.mark.parametrize(
+    ("text", "failed"),
+    [
+        ("Error: CUDA graph capture fails during profiling", True),  # xencon/aixcl#694
+        # vllm-project/vllm#57475 (title)
+        (
+            "[Bug] CUDA graph memory estimate under-reserves → OOM during graph capture at high "
+            "`--gpu-memory-utilization`",
+            True,
+        ),  # fmt: skip
+        # vLLM's own hint (V0 model_runner.py, as vllm-project/vllm#11452 pastes it) and its
+        # INFO line before capture: no failure
+        (
+            "If out-of-memory error occurs during cudagraph capture, consider decreasing "
+            "`gpu_memory_utilization` or switching to eager mode.",
+            False,
+        ),  # fmt: skip
+        (
+            "Capturing cudagraphs for decoding. This may lead to unexpected consequences if the "
+            "model is not static.",
+            False,
+        ),  # fmt: skip
+        # vllm-project/vllm#57595: what can happen is not what happened
+        ("On low-VRAM GPUs, enabling CUDA graphs can OOM during capture.", False),
+        ("Graph capturing finished in 71 secs, took 6.56 GiB", False),  # vllm-project/vllm#11452
+    ],
+)
+def test_graph_capture_said_to_fail(text, failed):
+    assert graph_capture_failed(text) is failed
+
+
+@given(st.one_of(st.text(max_size=3000), st.none(), st.integers()))
+def test_graph_capture_reader_never_raises(value):
+    assert graph_capture_failed(value) in (True, False)
