@@ -23,7 +23,7 @@ is in the log (ctx.words is None then).
 from __future__ import annotations
 
 from headroom.doctor import actions as A
-from headroom.doctor.findings import KNOB_STEPS, Action, Finding
+from headroom.doctor.findings import KNOB_STEPS, Action, Finding, compact_actions
 from headroom.doctor.versions import default_utilization, effective_version
 from headroom.probes.symptom_facts import WordFacts
 from headroom.probes.symptom_fixes import StatedFix
@@ -186,8 +186,8 @@ def graph_capture_failed(ctx) -> list[Finding]:
     seqs = ctx.knobs.max_num_seqs or (ctx.account.max_num_seqs if ctx.account else None)
     if seqs:
         acts.append(A.lower_max_num_seqs(seqs, None, "fewer batch sizes to capture graphs for"))
-    acts = [a for a in acts if a is not None]
-    if not acts:
+    kept = compact_actions(acts)
+    if not kept:
         return []
     evidence = (words.text[:400], "the words say CUDA-graph capture failed")
     return [
@@ -197,7 +197,7 @@ def graph_capture_failed(ctx) -> list[Finding]:
             "error",
             "CUDA-graph capture failed: the memory beside vLLM's budget ran out",
             evidence,
-            tuple(acts),
+            kept,
         )
     ]
 
