@@ -27,8 +27,8 @@ from dataclasses import replace
 from headroom.doctor.findings import Action
 from headroom.doctor.log_memory import activation_from_log
 from headroom.doctor.memory_model import account
-from headroom.doctor.model_family import model_family
 from headroom.doctor.model_bytes import GIB
+from headroom.doctor.model_family import model_family
 from headroom.doctor.versions import (
     effective_version,
     format_version,
