@@ -92,6 +92,8 @@ def weight_bytes_per_param(
         found = compressed_tensors_bytes(config)
         if found is not None:
             return found
+        if bits:  # the bits a name or the table gave, without the config's groups
+            return 1.0 if bits >= 8 else bits / 8 + _GROUP_OVERHEAD
     if "fp8" in q or "int8" in q or "w8" in q or q == "experts_int8":
         return 1.0
     if q in _INT_GROUPED:

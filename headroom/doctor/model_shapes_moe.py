@@ -19,7 +19,8 @@ MOE = (
        num_experts=32, moe_intermediate_size=2880, num_experts_per_token=4, sliding_window=128,
        quant="mxfp4", bits=4),
     row("DeepSeek-V3", "DeepseekV3ForCausalLM", 61, 7168, 18432, 128, 128, 128, 129280, 163840, 671.0,
-       ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
+       ["deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528", "deepseek-v3.1",
+        "deepseek-v3.1-terminus"],
        num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512,
        qk_rope_head_dim=64, num_shared_experts=1, shared_expert_intermediate_size=2048,
        dense_layers=3, q_lora=1536, nope=128, v_hd=128, quant="fp8", bits=8),
@@ -41,5 +42,45 @@ MOE = (
        kv_lora_rank=512, qk_rope_head_dim=64, num_shared_experts=2,
        shared_expert_intermediate_size=1408, dense_layers=1, nope=128, v_hd=128,
        aliases=["deepseek-coder-v2-lite"]),
+    # DeepSeek-V3.2 (-Exp): the V3 shape and its DSA indexer (64 heads of 128 over the
+    # latent, a small K cache of its own per layer that the row does not add); fp8.
+    row("DeepSeek-V3.2", "DeepseekV32ForCausalLM", 61, 7168, 18432, 128, 128, 128, 129280,
+       163840, None, ["deepseek-v3.2-exp"], num_experts=256, moe_intermediate_size=2048,
+       num_experts_per_token=8, kv_lora_rank=512, qk_rope_head_dim=64, num_shared_experts=1,
+       shared_expert_intermediate_size=2048, dense_layers=3, q_lora=1536, nope=128, v_hd=128,
+       quant="fp8", bits=8),
+    # DeepSeek-V2 (236B; V2-Chat, V2.5 and Coder-V2 share it): MLA with a q LoRA, 160 routed
+    # + 2 shared experts of 1536, the first layer dense.
+    row("DeepSeek-V2", "DeepseekV2ForCausalLM", 60, 5120, 12288, 128, 128, 128, 102400, 163840,
+       None, ["deepseek-v2.5", "deepseek-v2-chat", "deepseek-coder-v2", "deepseek-v2.5-1210"],
+       num_experts=160, moe_intermediate_size=1536, num_experts_per_token=6, kv_lora_rank=512,
+       qk_rope_head_dim=64, num_shared_experts=2, shared_expert_intermediate_size=1536,
+       dense_layers=1, q_lora=1536, nope=128, v_hd=128),
+    # DeepSeek-MoE-16B: multi-head attention (16 KV heads), 64 routed + 2 shared experts.
+    row("DeepSeek-MoE-16B", "DeepseekForCausalLM", 28, 2048, 10944, 16, 16, 128, 102400, 4096,
+       None, num_experts=64, moe_intermediate_size=1408, num_experts_per_token=6,
+       num_shared_experts=2, shared_expert_intermediate_size=1408, dense_layers=1),
+    # Kimi K2.5: the Kimi K2 text model with 262144 positions (yarn 64 x 4096), a MoonViT
+    # tower (27 x 1152, MLP 4304) and patch merger into 7168 (0.46 B computed); the routed
+    # experts int4 (compressed-tensors, group 32), the rest 16-bit.
+    row("Kimi-K2.5", "KimiK25ForConditionalGeneration", 61, 7168, 18432, 64, 64, 128, 163840,
+       262144, None, num_experts=384, moe_intermediate_size=2048, num_experts_per_token=8,
+       kv_lora_rank=512, qk_rope_head_dim=64, num_shared_experts=1,
+       shared_expert_intermediate_size=2048, dense_layers=1, q_lora=1536, nope=128, v_hd=128,
+       vision=0.46, quant="compressed-tensors", bits=4),
+    # MiniMax-M2.7: the M2.5 shape with 204800 positions; fp8.
+    row("MiniMax-M2.7", "MiniMaxM2ForCausalLM", 62, 3072, 1536, 48, 8, 128, 200064, 204800, None,
+       num_experts=256, moe_intermediate_size=1536, num_experts_per_token=8, quant="fp8", bits=8),
+    # GLM-5 / 5.1 (GlmMoeDsaForCausalLM): MLA (q LoRA 2048, nope 192, rope 64, v 256) with a
+    # DSA indexer, 256 experts of 2048 + 1 shared, the first 3 layers dense; GLM-5.2 the same
+    # with 1048576 positions.
+    row("GLM-5", "GlmMoeDsaForCausalLM", 78, 6144, 12288, 64, 64, 256, 154880, 202752, None,
+       ["glm-5.1"], num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8,
+       kv_lora_rank=512, qk_rope_head_dim=64, num_shared_experts=1,
+       shared_expert_intermediate_size=2048, dense_layers=3, q_lora=2048, nope=192, v_hd=256),
+    row("GLM-5.2", "GlmMoeDsaForCausalLM", 78, 6144, 12288, 64, 64, 256, 154880, 1048576, None,
+       num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512,
+       qk_rope_head_dim=64, num_shared_experts=1, shared_expert_intermediate_size=2048,
+       dense_layers=3, q_lora=2048, nope=192, v_hd=256),
 )
 # fmt: on

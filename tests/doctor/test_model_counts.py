@@ -49,7 +49,16 @@ def _named_size(name: str) -> float | None:
     return float(found.group(1)) if found else None
 
 
-@pytest.mark.parametrize("facts", [f for f in ROWS if _named_size(f.name)], ids=lambda f: f.name)
+# Rows whose name rounds far down, and why.
+_NAME_ROUNDS_DOWN = {
+    "Falcon3-1B": "1.67 B: the untied 131072 x 2048 embedding and lm_head are 0.54 B of it",
+}
+
+
+@pytest.mark.parametrize(
+    "facts", [f for f in ROWS if _named_size(f.name) and f.name not in _NAME_ROUNDS_DOWN],
+    ids=lambda f: f.name,
+)  # fmt: skip
 def test_a_rows_count_fits_the_size_in_its_name(facts):
     # Names round and leave things out (Gemma's embeddings: Gemma-2-2B is 2.6 B; Mixtral-8x7B
     # shares its attention: 46.7 B), so the band is wide; a wrong layer count or width is not

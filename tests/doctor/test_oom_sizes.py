@@ -154,11 +154,12 @@ def test_a_1m_model_said_to_oom_lowers_max_model_len_and_leaves_the_utilization(
     assert top.id == "cuda-oom-long-context" and top.step == 4
     assert _turns(top) == [("max_model_len", "lower")]
     assert top.actions[0].value == 32768
-    assert any("40.00 GiB of KV cache" in e for e in top.evidence)  # glm-4-9b's 40 KiB/token
+    # glm-4-9b-chat-1m: 4 KV groups (its config.json; the 9B's 2), 80 KiB a token
+    assert any("80.00 GiB of KV cache" in e for e in top.evidence)
 
 
 def test_a_gpu_that_holds_the_long_length_is_not_told_to_cut_it():
-    """One request of 1M tokens (40 GiB) and the weights (17.5 GiB) fit an H200's budget."""
+    """One request of 1M tokens (80 GiB) and the weights (17.7 GiB) fit an H200's budget."""
     found = _findings(SAID_1M, gpus="1xH200")
     assert not any(f.id == "cuda-oom-long-context" for f in found)
 
