@@ -21,6 +21,10 @@ threads and the docs answer, by what the input shows, and says what to check:
   name the kernel, and on Volta (V100, SM70) with TP 2, where the kernel spins (1Cat-vLLM
   #652, #431); second otherwise, where it is in play.
 
+A start that stops in CUDA-graph capture across GPUs (every all-reduce kernel is captured
+there) runs --enforce-eager first, which skips capture (vllm #2770, #4412, #17167, #52682),
+then the custom all-reduce (first on Volta) and NCCL's P2P.
+
 Across nodes (--nodes, --nnodes, the words "multi-node", "two machines", "多机") the network
 between them comes first: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME name the NIC the nodes
 share (vLLM's distributed troubleshooting), then the P2P fixes inside each node.
@@ -160,6 +164,28 @@ def gpu_of(ctx) -> GpuModel | None:
     return _gpu(ctx, None)
 
 
+def _capture_fixes(ctx, tp: int, gpu: GpuModel | None, acts: tuple[Action, ...]):
+    """A start that stops in CUDA-graph capture across GPUs: every all-reduce kernel is
+    captured there. --enforce-eager skips capture (vllm #2770, #4412 TP+PP, #17167 across
+    nodes, #52682 TP 4 on RTX A5000); the custom kernel comes next (it registers the graphs'
+    buffers over CUDA IPC), first on Volta (1Cat-vLLM #652/#431), then NCCL's P2P."""
+    if ctx.knobs.enforce_eager:
+        return acts
+    eager = Action(
+        "enforce_eager",
+        "set",
+        True,
+        "no CUDA graphs: the all-reduce runs eagerly, outside any captured graph",
+        "slower decoding (no CUDA graphs)",
+    )
+    volta = gpu is not None and gpu.generation == "Volta" and tp <= 2
+    first = [a for a in acts if a.knob == "disable_custom_all_reduce"] if volta else []
+    rest = [a for a in acts if a not in first]
+    custom = [a for a in rest if a.knob == "disable_custom_all_reduce"]
+    others = [a for a in rest if a.knob != "disable_custom_all_reduce"]
+    return (*first, eager, *custom, *others)
+
+
 def _across_nodes(ctx) -> tuple[Action, ...]:
     """Across nodes NCCL's bootstrap and the Gloo group pick a NIC each; a bridge, VPN or
     docker interface the other node cannot reach hangs the set-up (vLLM's distributed
@@ -205,16 +231,20 @@ def comms_hang(ctx) -> list[Finding]:
         words is not None and words.custom_allreduce
     )
     acts = ranked_fixes(ctx, tp, gpu, links, stall=stall, custom_named=named)
+    if stall is not None and stall.stage == "graph_capture":
+        acts = _capture_fixes(ctx, tp, gpu, acts)
     if ctx.nodes > 1 or (words is not None and words.multi_node):
         acts = _across_nodes(ctx) + acts  # the network between the nodes before P2P inside one
     if not acts:
         return []
     evidence = _evidence(stall, words, tp, links, gpu)
-    title = (
-        "The start hangs while its GPUs set up communication (no error, no ready line)"
-        if stall is not None
-        else "A multi-GPU start said to hang: GPU-to-GPU communication is the usual cause"
-    )
+    title = "A multi-GPU start said to hang: GPU-to-GPU communication is the usual cause"
+    if stall is not None:
+        title = (
+            "The start hangs capturing CUDA graphs across its GPUs (no error, no ready line)"
+            if stall.stage == "graph_capture"
+            else "The start hangs while its GPUs set up communication (no error, no ready line)"
+        )
     return [Finding("comms-hang", None, "error", title, evidence, acts)]
 
 
@@ -227,6 +257,8 @@ def _evidence(stall, words, tp: int, links: str, gpu: GpuModel | None) -> tuple[
             "workers": "the workers started and nothing followed: torch.distributed / NCCL "
             "set-up never finished",
             "nccl": "the last lines are NCCL's set-up: the communicator never finished",
+            "graph_capture": "the last lines are CUDA-graph capture across the GPUs: the "
+            "all-reduce kernels captured there never returned",
         }[stall.stage]
         out.append(f"{stage} ({stall.ranks or 'several'} ranks seen)")
         out.extend(stall.nccl_warnings)

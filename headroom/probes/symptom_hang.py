@@ -8,7 +8,9 @@ Two readings, both conservative, both never raising on any input:
   `custom_allreduce_disabled`, ... and NCCL's own `NCCL INFO` lines), with no error, and no
   line of a later stage after them (weights, profiling, KV cache, graphs, the server, a
   download or a compile). V1's "No available shared memory broadcast block found in 60
-  seconds" is the hang's own symptom and is skipped. The tail must hold vLLM's own lines (a
+  seconds" is the hang's own symptom and is skipped. A start whose last lines are CUDA-graph
+  capture with several ranks stalls in the all-reduce kernels captured there ("graph_capture").
+  The tail must hold vLLM's own lines (a
   paste of NCCL's debug lines alone says nothing of where vLLM stopped). It also counts the
   ranks the lines show (worker tags, NCCL's device index, world sizes): a hang on one GPU is
   not a P2P problem.
@@ -58,9 +60,16 @@ _NEUTRAL_KINDS = frozenset(
 # Hub's download lines: a log that goes on to these got past communication set-up.
 _LATER_STAGE = re.compile(
     r"Starting to load model|Loading model from scratch|Loading (?:safetensors|pt) checkpoint shards|"
-    r"Loading weights took|Using model weights format|Capturing (?:cudagraphs|CUDA graph|the model for CUDA graphs)|"
+    r"Loading weights took|Using model weights format|"
     r"torch\.compile takes|Compiling a graph for|init engine \(profile|Memory profiling takes|"
     r"Graph capturing finished|Downloading|Fetching \d+ files"
+)
+# CUDA-graph capture, which runs every all-reduce kernel inside a graph (V0 model_runner.py:
+# "Capturing the model for CUDA graphs" 0.2.7-0.5.5, "Capturing cudagraphs for decoding"
+# 0.6.4+; the tqdm bars "Capturing CUDA graph shapes" 0.6.6+ and "Capturing CUDA graphs (" of
+# V1's gpu_model_runner.py in 0.32+). "Graph capturing finished" (a catalog event) ends it.
+_CAPTURE = re.compile(
+    r"Capturing (?:the model for CUDA graphs|cudagraphs for decoding|CUDA graph shapes|CUDA graphs \()"
 )
 _NCCL_LINE = re.compile(r"(?:^|\s|\])NCCL (?:INFO|WARN) |^NCCL version \d")
 _NCCL_DEVICE = re.compile(r"\[(\d{1,3})\] NCCL (?:INFO|WARN) ")
@@ -83,7 +92,7 @@ _READER_RANKS = re.compile(r"local_reader_ranks=\[([\d, ]*)\]")
 class CommStall:
     """A log that stops in communication set-up."""
 
-    stage: str  # "workers" | "nccl" | "p2p_check": what the last set-up lines were doing
+    stage: str  # "workers" | "nccl" | "p2p_check" | "graph_capture": what the last lines did
     ranks: int  # the most ranks the lines show (0: they do not say)
     lines: tuple[str, ...]  # the last set-up lines, oldest first (evidence)
     custom_allreduce_off: bool  # vLLM said its custom all-reduce is disabled
@@ -116,8 +125,8 @@ def _ranks_of(line: str) -> int:
 
 
 def _stage_of(line: str) -> tuple[str | None, str]:
-    """(stage, signature) of one line: stage 'comm', 'wait', 'neutral', 'later', 'error' or
-    None (a line of no known stage)."""
+    """(stage, signature) of one line: stage 'comm', 'capture', 'wait', 'neutral', 'later',
+    'error' or None (a line of no known stage)."""
     event = classify_line(line)
     if event is not None:
         signature = event.signature or event.kind
@@ -133,6 +142,8 @@ def _stage_of(line: str) -> tuple[str | None, str]:
     message = split_prefix(line)[1]
     if _NCCL_LINE.search(message):
         return "comm", "nccl_library"
+    if _CAPTURE.search(message):
+        return "capture", "graph_capture"
     if _LATER_STAGE.search(message):
         return "later", "later_stage"
     return None, ""
@@ -162,7 +173,7 @@ def _comm_stall(tail: list[str]) -> CommStall | None:
             if not comm:
                 return None  # the log goes on past set-up, or ends on an error
             break
-        if stage == "comm":
+        if stage in ("comm", "capture"):
             comm.append((line, signature))
         elif stage is None and not comm:
             unknown_after += 1
@@ -172,7 +183,9 @@ def _comm_stall(tail: list[str]) -> CommStall | None:
         return None  # NCCL's lines alone are a debug paste, not a vLLM start that stopped
     newest = comm[0][1]
     signatures = {sig for _, sig in comm}
-    if newest in ("p2p_access_cache", "p2p_check_skipped"):
+    if "graph_capture" in signatures:
+        stage_name = "graph_capture"  # capture runs after set-up: NCCL lines inside it are its own
+    elif newest in ("p2p_access_cache", "p2p_check_skipped"):
         stage_name = "p2p_check"
     elif signatures <= {"mp_worker_ready", "message_queue_handle"}:
         stage_name = "workers"
@@ -182,7 +195,7 @@ def _comm_stall(tail: list[str]) -> CommStall | None:
         stage=stage_name,
         ranks=ranks,
         lines=tuple(line for line, _ in reversed(comm[:8])),
-        custom_allreduce_off=any("llreduce is disabled" in line for line, _ in comm),
+        custom_allreduce_off=any("llreduce is disabled" in line for line in tail),
         nccl_warnings=tuple(line for line, _ in reversed(comm) if " NCCL WARN " in line)[:3],
     )
 

@@ -177,3 +177,16 @@ def test_a_hang_across_nodes_names_the_network_interfaces_first():
     inputs = DoctorInputs(log=digest_text(_log("vllm-5484-nccl-init-hang-pp2.log")), nodes=2)
     top = _hang(diagnose(inputs).findings)
     assert top is not None and _knobs(top)[0] == "NCCL_SOCKET_IFNAME"
+
+
+def test_a_start_stopped_in_cuda_graph_capture_across_gpus_runs_eager_first():
+    log = _log("lmcache-503-v0-graph-capture-lines.log")
+    top = _diagnose(log, ["vllm", "serve", "m", "-tp", "2"])[0]
+    assert top.id == "comms-hang" and "CUDA graphs" in top.title
+    assert _knobs(top)[:2] == ["enforce_eager", "disable_custom_all_reduce"]
+    # on V100 at TP 2 the custom kernel is the known culprit (1Cat-vLLM #652, #431)
+    top = _diagnose(log, ["vllm", "serve", "m", "-tp", "2"], "2xV100")[0]
+    assert _knobs(top)[:2] == ["disable_custom_all_reduce", "enforce_eager"]
+    # already eager: the communication fixes alone
+    top = _diagnose(log, ["vllm", "serve", "m", "-tp", "2", "--enforce-eager"])[0]
+    assert "enforce_eager" not in _knobs(top)

@@ -167,7 +167,9 @@ def test_words_yield_to_a_real_error_line():
 @given(st.lists(st.one_of(st.text(max_size=300), st.none(), st.integers()), max_size=30))
 def test_the_readers_never_raise_on_any_input(lines):
     stall = comm_stall(lines)
-    assert stall is None or (stall.stage in ("workers", "nccl", "p2p_check") and stall.ranks >= 0)
+    assert stall is None or (
+        stall.stage in ("workers", "nccl", "p2p_check", "graph_capture") and stall.ranks >= 0
+    )
     words = hang_words(lines)
     assert words is None or isinstance(words.text, str)
     for line in lines:
@@ -181,3 +183,8 @@ def test_the_readers_never_raise_on_log_like_noise(text):
     lines = text.split(" ")
     comm_stall(lines)
     hang_words(lines)
+
+
+def test_a_start_whose_last_lines_are_graph_capture_is_a_capture_stall():
+    stall = comm_stall(_lines("lmcache-503-v0-graph-capture-lines.log"))
+    assert stall is not None and stall.stage == "graph_capture" and stall.ranks == 2
