@@ -202,13 +202,23 @@ def _gain_from_model(ctx, version_text: str | None):
     return gain, acc.kv_bytes_per_token, max(acc.block_size, 1), acc.null_block, "estimate"
 
 
+# Only V1's engine prints from these files (vllm/v1/engine/core.py, v1/worker/gpu_worker.py and
+# gpu_model_runner.py, v1/core/kv_cache_utils.py; 0.7.3-0.33.0) or names its engine process so.
+_V1_MARKERS = ("EngineCore", "core.py:", "gpu_model_runner.py", "kv_cache_utils.py", "/v1/",
+               "gpu_worker.py")  # fmt: skip
+
+
+def _v1_log(lines) -> bool:
+    return any(marker in line for line in lines[:5000] for marker in _V1_MARKERS)
+
+
 def v0_explains_no_kv(ctx) -> tuple[str, str] | None:
     """(the V0 release to reason with, the evidence line) when the release is not known and
     only V0's whole-prompt profile explains a start with no KV memory: the newest rules'
     account leaves KV memory, V0's leaves none."""
     if ctx.version is not None or ctx.model is None or ctx.gpu is None:
         return None
-    if whole_prompt_tokens(ctx, V0_RULES) is None:
+    if whole_prompt_tokens(ctx, V0_RULES) is None or _v1_log(ctx.raw_lines):
         return None
     try:
         newest = account(ctx.model, ctx.gpu, ctx.knobs, None)

@@ -204,3 +204,16 @@ def test_no_chunked_prefill_for_models_v0_kept_off_it():
     assert ("enable_chunked_prefill", "set") not in vl
     text = _turns(_top(line, ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"]))
     assert ("enable_chunked_prefill", "set") in text
+
+
+def test_a_v1_log_is_never_read_as_v0():
+    """vllm#14376's line comes from V1's engine core (core.py): whatever the accounts say,
+    the release is V1 and V0's order does not answer."""
+    line = (
+        "ERROR 03-05 13:46:50 core.py:291] ValueError: No available memory for the cache "
+        "blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
+    )
+    argv = ["vllm", "serve", "Qwen/Qwen1.5-14B-Chat", "--gpu-memory-utilization", "0.95"]
+    top = _top(line, argv, "1xV100:32")
+    assert not any("only V0 explains" in e for e in top.evidence)
+    assert ("enable_chunked_prefill", "set") not in _turns(top)
