@@ -30,6 +30,7 @@ from headroom.doctor import (
     rules_upgrade,
     rules_words,
     rules_words_fix,
+    rules_words_usage,
 )
 from headroom.doctor.context import Context
 from headroom.doctor.findings import (
@@ -94,6 +95,7 @@ def all_rules():
         + rules_long_context.RULES
         + rules_words.RULES
         + rules_words_fix.RULES
+        + rules_words_usage.RULES
     )
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from headroom.probes.symptom_fixes import StatedFix, graph_capture_failed, stated_fixes
 from headroom.probes.symptom_fixes import length_blamed as blames_length
 from headroom.probes.symptom_setup import GPU_NAME, gpu_memory_gib, gpu_names, model_names
+from headroom.probes.symptom_usage import memory_taken as says_memory_taken
 from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
 
 __all__ = ["WordFacts", "facts_of_text", "text_facts"]
@@ -174,6 +175,7 @@ class WordFacts:
     fixes: tuple[StatedFix, ...] = ()  # knobs said to have fixed it (probes.symptom_fixes)
     length_blamed: bool = False  # the context length named as the cause
     graph_capture_failed: bool = False  # CUDA-graph capture said to fail
+    memory_taken: bool = False  # vLLM said to take too much GPU memory (probes.symptom_usage)
     text: str = ""  # the words read (first line that had any of the above)
     # The setup named (probes.symptom_setup), from any line of the words: candidate model
     # names, GPU names as written, one GPU's memory in GB.
@@ -211,6 +213,7 @@ class WordFacts:
             or self.fixes
             or self.length_blamed
             or self.graph_capture_failed
+            or self.memory_taken
         )
 
     @property
@@ -307,6 +310,7 @@ def facts_of_text(text: object) -> WordFacts:
             fixes=stated_fixes(words),
             length_blamed=blames_length(words),
             graph_capture_failed=graph_capture_failed(words),
+            memory_taken=says_memory_taken(words),
             text=words.strip(),
             model_names=model_names(words),
             gpu_names=gpu_names(words),

@@ -1,0 +1,92 @@
+"""Words that say vLLM takes too much GPU memory, without any failure.
+
+One of the most common questions on vLLM's tracker is not an error at all: "Why 0.5B model
+requires 21G gpu ram ?" (vllm#4253), "GPU consumption" ("when load 13b llama in vllm, GPU
+usage is about 73G", vllm#550), "the gguf model is only 800M, but why does the GPU memory
+usage exceed 20G?" (vllm#7979), "Is there an option to reduce GPU memory usage？" (vllm#7495),
+"vllm占用显存太多". The answer is the same in every thread: vLLM reserves
+gpu_memory_utilization (0.9 by default) of the GPU up front for the weights and the KV cache,
+whatever the model's size; lower it (or, when it is already low, a shorter max_model_len and
+eager mode: vllm#3345).
+
+This module reads that complaint: vLLM (or the model) taking / using / occupying much, most
+or all of the GPU's memory, a size of it, a usage called too high, or a wish to reduce or
+limit the GPU memory it takes, in English and Chinese. Host RAM, disk and a negation ("does
+not use much memory") are not it. Never raises; bounded.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["memory_taken"]
+
+_IA = re.IGNORECASE | re.ASCII
+_MAX_CHARS = 2000
+
+_TAKE = (
+    r"(?:takes?|taking|took|uses?|using|used|consumes?|consuming|consumed|occup(?:y|ies|ying|ied)|"
+    r"reserves?|reserved|reserving|spends?|spending|eats?|eating|allocat(?:e|es|ed|ing)|"
+    r"grabs?|grabbing|hogs?|requires?|required|needs?|needed|pre-?allocat(?:e|es|ed|ing))"
+)
+_AMOUNT = (
+    r"(?:almost\s+|nearly\s+|about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?"
+    r"(?:all|most|so\s+much|too\s+much|much\s+more|much|a\s+lot\s+of|lots\s+of|huge|high|"
+    r"excessive|\d{2,3}\s*%|\d+(?:\.\d+)?\s*(?:G|GB|GiB)(?![A-Za-z]))"
+)
+_GPU_MEMORY = r"(?:GPU|VRAM|vram|video|gpu\s+ram|graphics)"
+_EN = (
+    # "takes 38 GB GPU memory", "requires 21G gpu ram", "consumes high memory", "uses almost
+    # all of the GPU memory", "takes up 90% of VRAM"
+    rf"\b{_TAKE}\s+(?:up\s+)?{_AMOUNT}\s+(?:of\s+)?(?:the\s+|my\s+|its\s+)?(?:available\s+)?"
+    rf"(?:{_GPU_MEMORY}(?:\s+memory)?|memory)",
+    # "GPU usage is about 73G", "GPU memory usage exceed 20G", "VRAM usage too high"
+    rf"\b{_GPU_MEMORY}\s+(?:memory\s+)?(?:usage|consumption|footprint)\s+(?:is\s+|was\s+)?"
+    r"(?:about\s+|around\s+|over\s+)?(?:too\s+high|so\s+high|very\s+high|high|huge|exceed(?:s|ed)?|"
+    r"\d+(?:\.\d+)?\s*(?:G|GB|GiB)(?![A-Za-z]))",
+    # "high GPU memory usage", "huge VRAM consumption"
+    rf"\b(?:high|huge|excessive|large|massive)\s+(?:{_GPU_MEMORY}\s+)?memory\s+(?:usage|consumption)",
+    # "reduce GPU memory usage", "limit the VRAM it takes", "how to reduce gpu memory in vllm"
+    rf"\b(?:reduce|limit|lower|decrease|cap|control|restrict)\s+(?:the\s+)?{_GPU_MEMORY}\s*"
+    r"(?:memory)?(?:\s+(?:usage|consumption|footprint|it\s+takes))?",
+)
+_ZH = (
+    r"显存(?:的)?(?:占用|使用|消耗)(?:量|率)?(?:过高|太高|太大|很大|过大|很高|偏高|非常大|非常高|巨大|"
+    r"达到|超过|高达)",
+    r"(?:占用|占|吃|用|消耗)(?:了)?(?:大量|全部|所有|几乎全部|几乎所有|很多|太多|\d{2,3}\s*%|"
+    r"\d+(?:\.\d+)?\s*[Gg][Bb]?)(?:的)?显存",
+    r"(?:占用|占|吃|用|消耗)(?:了)?(?:的)?显存(?:太多|过多|很多|过大|太大|过高|太高)",
+    r"(?:降低|减少|限制|控制|减小)(?:vllm|vLLM)?(?:的)?显存(?:占用|使用|消耗)?",
+)
+_TAKEN = re.compile("|".join(f"(?:{p})" for p in (*_EN, *_ZH)), _IA)
+# Host memory, disk: not the GPU's; vLLM's own lines ("Model loading took 13.31 GiB memory",
+# "Graph capturing finished in 71 secs, took 6.56 GiB") report, they do not complain. A
+# negation before it: not the complaint.
+_NOT_GPU = re.compile(
+    r"(?<!GPU )(?<!gpu )\bRAM\b|\bCPU\b|\bhost\s+memory|\bsystem\s+memory|\bdisk\b|\bswap\b|"
+    r"/dev/shm|内存(?!.*显存)|\bloading\s+(?:model\s+weights\s+)?took\b|\bweights\s+took\b|"
+    r"\bcapturing\s+finished\b",
+    _IA,
+)
+_NEGATED = re.compile(
+    r"\b(?:not|n't|never|no|without|doesn't|does\s+not|won't)\b[^.;!?]*$|(?:不|没有|没)[^。；！？]{0,6}$",
+    _IA,
+)
+_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
+
+
+def memory_taken(text: object) -> bool:
+    """Whether a sentence of the text says vLLM takes too much GPU memory (module doc).
+    Never raises."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        for sentence in _SENTENCE_END.split(text[:_MAX_CHARS]):
+            if not sentence or _NOT_GPU.search(sentence):
+                continue
+            for match in _TAKEN.finditer(sentence):
+                if not _NEGATED.search(sentence[: match.start()]):
+                    return True
+        return False
+    except Exception:  # a reader of untrusted text must not stop the doctor
+        return False
