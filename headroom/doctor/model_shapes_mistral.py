@@ -22,6 +22,10 @@ MISTRAL = (
        ["mistral-small-24b-2501", "mistral-small-3-24b"]),
     row("Mistral-Small-3.1-24B", _M3, 40, 5120, 32768, 32, 8, 128, 131072, 131072, 23.57,
        ["mistral-small-3.2-24b"], vision=0.44),
+    # Devstral Small 2 (24B): the Mistral Small 3 shape, yarn 48 x 8192 = 393216 positions,
+    # published in FP8 (the vision tower and lm_head left 16-bit).
+    row("Devstral-Small-2-24B", _M3, 40, 5120, 32768, 32, 8, 128, 131072, 393216, 23.57,
+       vision=0.44, quant="fp8", bits=8),
     # Ministral 3 3B (2512): tied, yarn 16 x 16384 = 262144 positions, the same tower.
     row("Ministral-3-3B", _M3, 26, 3072, 9216, 32, 8, 128, 131072, 262144, None, **TIED,
        vision=0.42),

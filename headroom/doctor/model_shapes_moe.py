@@ -82,5 +82,13 @@ MOE = (
        num_experts=256, moe_intermediate_size=2048, num_experts_per_token=8, kv_lora_rank=512,
        qk_rope_head_dim=64, num_shared_experts=1, shared_expert_intermediate_size=2048,
        dense_layers=3, q_lora=2048, nope=192, v_hd=256),
+    # GLM-4.5 (355B-A32B) / GLM-4.5-Air (106B-A12B): Glm4MoeForCausalLM, q/k/v biases, 160
+    # / 128 experts of 1536 / 1408 and a shared one, the first 3 / 1 layers dense.
+    row("GLM-4.5", "Glm4MoeForCausalLM", 92, 5120, 12288, 96, 8, 128, 151552, 131072, None,
+       num_experts=160, moe_intermediate_size=1536, num_experts_per_token=8,
+       num_shared_experts=1, shared_expert_intermediate_size=1536, dense_layers=3, qkv_bias=True),
+    row("GLM-4.5-Air", "Glm4MoeForCausalLM", 46, 4096, 10944, 96, 8, 128, 151552, 131072, None,
+       num_experts=128, moe_intermediate_size=1408, num_experts_per_token=8,
+       num_shared_experts=1, shared_expert_intermediate_size=1408, dense_layers=1, qkv_bias=True),
 )
 # fmt: on

@@ -27,6 +27,8 @@ QWEN_NEXT = (
     # Qwen3.6 27B / 35B-A3B: the Qwen3.5 shapes (nvidia's NVFP4 copies of their configs).
     row("Qwen3.5-27B", _Q35, 64, 5120, 17408, 24, 4, 256, 248320, 262144, None, ["qwen3.6-27b"],
        kv_layers=16, vision=0.46, **_DELTA_48),
+    row("Qwen3.5-9B", _Q35, 32, 4096, 12288, 16, 4, 256, 248320, 262144, None, kv_layers=8,
+       vision=0.46, **_DELTA_32),
     row("Qwen3.5-35B-A3B", _Q35M, 40, 2048, 512, 16, 2, 256, 248320, 262144, None,
        ["qwen3.6-35b-a3b"], kv_layers=10, vision=0.45, num_experts=256, moe_intermediate_size=512,
        num_experts_per_token=8, num_shared_experts=1, shared_expert_intermediate_size=512,

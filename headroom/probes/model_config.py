@@ -332,22 +332,28 @@ def derived_max_len(config: Mapping, first: int | None) -> int | None:
     """The max_model_len vLLM derives when none is given: the smallest length key, times the
     rope factor of a yarn (from original_max_position_embeddings), linear or dynamic
     rope_scaling (not su/longrope/llama3, whose factor is already in the length; not Gemma 3,
-    whose config states the scaled length: 0.8.5+)."""
+    whose config states the scaled length: 0.8.5+). Transformers 5 configs say
+    `rope_parameters`, one dict or one per layer type (vLLM 0.20+ reads both)."""
     lengths = [n for n in (_int(config.get(k)) for k in _LENGTH_KEYS) if n]
     length = min(lengths) if lengths else first
+    if not length or "gemma3" in str(config.get("model_type")):
+        return length
     rope = config.get("rope_scaling")
-    if not isinstance(rope, Mapping) or not length or "gemma3" in str(config.get("model_type")):
+    if not isinstance(rope, Mapping):
+        rope = config.get("rope_parameters")
+    if not isinstance(rope, Mapping):
         return length
-    kind = str(rope.get("rope_type") or rope.get("type") or "")
-    factor = rope.get("factor")
-    if (
-        kind in ("", "default", "su", "longrope", "llama3", "mrope")
-        or not isinstance(factor, (int, float))
-        or isinstance(factor, bool)
-        or not 1 <= factor <= 1024
-    ):
-        return length
-    if kind == "yarn":
-        length = _int(rope.get("original_max_position_embeddings")) or length
-    scaled = int(length * factor)
-    return scaled if scaled <= MAX_DIMENSION else length
+    nested = [r for r in rope.values() if isinstance(r, Mapping)]
+    factor, base = 1.0, length
+    for part in nested or [rope]:
+        kind = str(part.get("rope_type") or part.get("type") or "")
+        found = part.get("factor")
+        if kind in ("", "default", "su", "longrope", "llama3", "mrope", "proportional"):
+            continue
+        if isinstance(found, bool) or not isinstance(found, (int, float)) or not 1 <= found <= 1024:
+            continue
+        factor = float(found)
+        if kind == "yarn":
+            base = _int(part.get("original_max_position_embeddings")) or base
+    scaled = int(base * factor)
+    return scaled if factor > 1 and scaled <= MAX_DIMENSION else length

