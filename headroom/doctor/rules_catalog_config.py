@@ -9,11 +9,21 @@ a --gpu-memory-utilization above 1, and two features a release cannot run togeth
   cache): drop one of them or take a release that runs both. No memory knob is the fix, and
   which feature to keep is the user's choice, so the finding turns none.
 - An fp8 KV cache the model's head size or a kernel refuses: --kv-cache-dtype auto (step 5).
-- A CUDA-graph mode the model or backend lacks: eager for 0.9's Mamba layers; piecewise
-  graphs (a compilation setting, no knob here) for full graphs on a backend without them.
+- A CUDA-graph mode the model or backend lacks: eager for 0.9's Mamba layers and Qwen's
+  dual-chunk attention; piecewise graphs (a compilation setting, no knob here) for full graphs
+  on a backend without them; FA3's 992-token capture limit is the release's default to fix.
+- The batch token budget not a multiple of the KV block (V0 chunked prefill with prefix
+  caching, 0.6.4-0.6.6): raise --max-num-batched-tokens to the next multiple of it.
+- Speculative decoding's draft slots take the whole batch budget (0.17+): raise
+  --max-num-batched-tokens by what the message says is missing (or fewer sequences / draft
+  tokens).
+- A quantization method the release does not know, a model layout it cannot run: upgrade, no
+  knob (the method's name may also be misspelt: the message lists the ones it knows).
 """
 
 from __future__ import annotations
+
+import math
 
 from headroom.doctor.findings import Action, Finding
 
@@ -77,16 +87,32 @@ def cuda_graph_unsupported(ctx) -> list[Finding]:
     if not events:
         return []
     event = events[0]
-    if event.signature == "mamba_cuda_graph":
+    eager_only = {
+        "mamba_cuda_graph": ("Mamba layers", "This model's Mamba layers cannot run in CUDA graphs"),
+        "dual_chunk_cuda_graph": (
+            "dual-chunk attention",
+            "Dual-chunk flash attention cannot run in CUDA graphs",
+        ),
+    }
+    if event.signature in eager_only:
+        what, title = eager_only[event.signature]
         act = Action(
             "enforce_eager",
             "set",
             True,
-            "this release runs Mamba layers only without CUDA graphs",
+            f"this release runs {what} only without CUDA graphs",
             "no CUDA graphs: slower decoding",
         )
-        title = "This model's Mamba layers cannot run in CUDA graphs on this release"
         return [Finding("cuda-graph-unsupported", 4, "error", title, (event.line.strip(),), (act,))]
+    if event.signature == "fa3_full_graph_capture_size":
+        evidence = (
+            event.line.strip()[:400],
+            "FlashAttention 3 captures full CUDA graphs up to 992 tokens and this release's "
+            "capture sizes go higher: a bug of the release's defaults (vllm#25508 lowered them); "
+            "upgrade, or cap the compilation config's max_capture_size at 992",
+        )
+        title = "This release's CUDA-graph sizes exceed what FlashAttention 3 captures"
+        return [Finding("cuda-graph-unsupported", None, "error", title, evidence, ())]
     evidence = (
         event.line.strip()[:400],
         "full CUDA graphs need an attention backend that supports them: set the compilation "
@@ -97,9 +123,129 @@ def cuda_graph_unsupported(ctx) -> list[Finding]:
     return [Finding("cuda-graph-unsupported", None, "error", title, evidence, ())]
 
 
+def _int(fields, name: str) -> int | None:
+    try:
+        return int(fields[name])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def batched_tokens_below_block_size(ctx) -> list[Finding]:
+    """V0's chunked prefill with prefix caching (0.6.4-0.6.6) schedules whole blocks: the chunk,
+    max_num_batched_tokens, must be a multiple of the block size. (The same kind's align-mode
+    text of hybrid Mamba models, 0.17-0.25, is rules_lengths.mamba_align_block_above_batch's.)"""
+    events = [
+        e for e in ctx.of("batched_tokens_block_size") if e.signature == "chunk_not_block_multiple"
+    ]
+    if not events:
+        return []
+    event = events[0]
+    block = _int(event.fields, "block_size")
+    batch = _int(event.fields, "max_num_batched_tokens") or ctx.knobs.max_num_batched_tokens
+    value = math.ceil(batch / block) * block if block and batch else None
+    why = "chunked prefill with prefix caching schedules whole KV blocks: the chunk must be a multiple"
+    if value:
+        why += f" of block_size {block} ({value})"
+    act = Action(
+        "max_num_batched_tokens",
+        "raise",
+        value,
+        why,
+        "a larger prefill batch takes a little more activation memory",
+    )
+    title = "The batch token budget is not a multiple of the KV block size"
+    return [
+        Finding("batched-tokens-below-block-size", 4, "error", title, (event.line.strip(),), (act,))
+    ]
+
+
+def _round_up(value: int, unit: int = 256) -> int:
+    return math.ceil(value / unit) * unit
+
+
+def spec_decode_batch_too_small(ctx) -> list[Finding]:
+    """Speculative decoding reserves draft slots per sequence out of max_num_batched_tokens
+    (max_num_scheduled_tokens = batch - slots x max_num_seqs, 0.20+); at or below zero nothing
+    can be scheduled. vllm#50708: DFlash, 16 draft tokens, default batch: "-1792"."""
+    events = ctx.of("spec_decode_batch_too_small")
+    if not events:
+        return []
+    event = events[0]
+    f = event.fields
+    batch = _int(f, "max_num_batched_tokens") or ctx.knobs.max_num_batched_tokens
+    scheduled, lookahead = _int(f, "max_num_scheduled_tokens"), _int(f, "num_lookahead_tokens")
+    delta = _int(f, "scheduled_token_delta")
+    needed = None
+    if scheduled is not None and scheduled <= 0 and batch:
+        needed = batch - scheduled + 1
+    elif lookahead is not None:
+        needed = lookahead + 1
+    elif delta is not None and batch:
+        needed = batch + delta
+    value = _round_up(needed) if needed else None
+    evidence = [event.line.strip()[:400]]
+    if needed:
+        evidence.append(
+            f"at least {needed} batched tokens start it; vLLM warns below 8192 schedulable tokens "
+            "that speculative decoding is slowed"
+        )
+    acts = (
+        Action(
+            "max_num_batched_tokens",
+            "raise",
+            value,
+            "the draft tokens of every sequence are reserved out of the batch token budget",
+            "more activation memory per step",
+        ),
+        Action(
+            "max_num_seqs",
+            "lower",
+            None,
+            "each running sequence reserves its draft slots (or fewer num_speculative_tokens)",
+            "fewer requests at once",
+        ),
+    )
+    title = "Speculative decoding's draft slots leave no batch budget to schedule"
+    return [Finding("spec-decode-batch-too-small", 4, "error", title, tuple(evidence), acts)]
+
+
+def quantization_unknown(ctx) -> list[Finding]:
+    events = ctx.of("quantization_unknown")
+    if not events:
+        return []
+    event = events[0]
+    method = event.fields.get("method") or "this method"
+    known = event.fields.get("supported")
+    version = f" {ctx.version}" if ctx.version else ""
+    evidence = [
+        event.line.strip()[:400],
+        "not a configuration problem: a release that knows the method loads it (check the "
+        "name too" + (f"; this one knows {known}" if known else "") + ")",
+    ]
+    title = f"This vLLM{version} does not know quantization method {method}: upgrade vLLM"
+    return [Finding("quantization-unknown", None, "error", title, tuple(evidence), ())]
+
+
+def release_lacks_feature(ctx) -> list[Finding]:
+    events = ctx.of("release_lacks_feature")
+    if not events:
+        return []
+    evidence = (
+        events[0].line.strip()[:400],
+        "not a configuration problem: the model's layout needs a release that runs it "
+        "(a sliding window on some layers only: vLLM PR #17772)",
+    )
+    title = "This vLLM release cannot run the model's layout: upgrade vLLM"
+    return [Finding("release-lacks-feature", None, "error", title, evidence, ())]
+
+
 RULES = (
     utilization_out_of_range,
     feature_combination_unsupported,
     kv_cache_dtype_refused,
     cuda_graph_unsupported,
+    batched_tokens_below_block_size,
+    spec_decode_batch_too_small,
+    quantization_unknown,
+    release_lacks_feature,
 )

@@ -65,7 +65,41 @@ _MAMBA_BLOCKS = re.compile(
 )
 
 
+# GPUs before Ampere (compute capability < 8.0) have no bfloat16: float32 is their other
+# choice when float16 is refused.
+_PRE_AMPERE = re.compile(
+    r"V100|\bT4\b|P100|P40|\bP4\b|K80|M60|RTX ?20\d\d|GTX|Quadro RTX|TITAN (?:V|RTX|Xp?)\b", re.I
+)
+
+
+def _float16_refused(ctx) -> list[Finding]:
+    """vLLM 0.9.2+ refuses float16 for models it found unstable in it (gemma2/3, glm4,
+    plamo2...: "Numerical instability. Please use bfloat16 or float32 instead.")."""
+    found = catalog_event(ctx, "dtype_unsupported", "float16_unsupported_model")
+    if found is None:
+        return []
+    fields, line = found
+    name = getattr(ctx.gpu, "name", None) or ""
+    no_bf16 = bool(_PRE_AMPERE.search(name)) or any(
+        e.signature == "bf16_unsupported" for e in ctx.of("dtype_unsupported")
+    )
+    value = "float32" if no_bf16 else "bfloat16"
+    model = fields.get("model_type") or "this model"
+    why = f"vLLM refuses float16 for {model}: its activations overflow in fp16"
+    cost = (
+        "twice the weight memory of bf16/fp16 (this GPU has no bfloat16)"
+        if no_bf16
+        else "needs a GPU with bfloat16 (compute capability 8.0+; else float32)"
+    )
+    title = f"The model cannot run in float16: use {value}"
+    act = Action("dtype", "set", value, why, cost)
+    return [Finding("dtype-unsupported", None, "error", title, (line[:400],), (act,))]
+
+
 def dtype_unsupported(ctx) -> list[Finding]:
+    refused = _float16_refused(ctx)
+    if refused:
+        return refused
     found = (
         catalog_event(ctx, "dtype_unsupported", "bf16_unsupported")
         or first_match(ctx, _BF16_CAPABILITY)

@@ -204,6 +204,8 @@ class LogDigest:
                 _set(facts, "model", args.get("model"), keep=True)
         elif kind == "max_model_len":
             _set(facts, "max_model_len", f.get("max_model_len") or f.get("full"))
+        elif kind == "long_context_warning":  # V0 names the derived length it warns about
+            _set(facts, "max_model_len", f.get("context_length"), keep=True)
         elif kind == "weights_loaded":
             _set(facts, "weights_gib", f.get("weights_gib"))
         elif kind in ("kv_memory_available", "kv_memory_reserved"):

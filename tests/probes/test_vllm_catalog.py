@@ -175,6 +175,14 @@ FINDING_FOR_KIND = {
     "feature_combination_unsupported": {"feature-combination-unsupported"},
     "kv_cache_dtype_refused": {"kv-cache-dtype-refused"},
     "cuda_graph_unsupported": {"cuda-graph-unsupported"},
+    # rules_catalog_config (start-up checks added from the source walk, catalog/config_checks.py)
+    "batched_tokens_block_size": {
+        "batched-tokens-below-block-size",
+        "mamba-align-block-above-batch",
+    },
+    "spec_decode_batch_too_small": {"spec-decode-batch-too-small"},
+    "quantization_unknown": {"quantization-unknown"},
+    "release_lacks_feature": {"release-lacks-feature"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -218,6 +226,7 @@ EVENT_RULE_KINDS = (
     "vllm_bug", "pp_unsupported_release", "custom_allreduce_failed", "cupy_nccl_failed",
     "mamba_blocks_too_few", "cuda_forked_subprocess", "kv_scale_unsupported", "utilization_out_of_range",
     "feature_combination_unsupported", "kv_cache_dtype_refused", "cuda_graph_unsupported",
+    "batched_tokens_block_size", "spec_decode_batch_too_small", "quantization_unknown", "release_lacks_feature",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

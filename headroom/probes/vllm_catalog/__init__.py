@@ -28,6 +28,7 @@ from __future__ import annotations
 from headroom.probes.vllm_catalog import (
     client,
     comms,
+    config_checks,
     failures,
     limits,
     multinode,
@@ -62,7 +63,7 @@ def _with_provenance(sig: Signature) -> Signature:
 
 
 _ENTRIES = (
-    *client.ENTRIES, *startup.ENTRIES, *limits.ENTRIES, *failures.ENTRIES, *multinode.ENTRIES, *runtime.ENTRIES,
-    *comms.ENTRIES
+    *client.ENTRIES, *startup.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES, *failures.ENTRIES,
+    *multinode.ENTRIES, *runtime.ENTRIES, *comms.ENTRIES
 )  # fmt: skip
 SIGNATURES: tuple[Signature, ...] = tuple(_with_provenance(s) for s in _ENTRIES)

@@ -551,6 +551,85 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'mamba_align_block_above_batch': (
+        ('0.17.1', '0.20.2', '0.25.1'),
+        (
+            '0.17.1: vllm/config/vllm.py:1220',
+        ),
+        (),
+    ),
+    'chunk_not_block_multiple': (
+        ('0.6.4.post1', '0.6.6.post1'),
+        (
+            '0.6.4.post1: vllm/core/scheduler.py:1638',
+        ),
+        (),
+    ),
+    'spec_decode_no_slots': (
+        ('0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.17.1: vllm/config/vllm.py:1317',
+        ),
+        (),
+    ),
+    'tp_above_local_gpus': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        (
+            '0.4.3: vllm/executor/multiproc_gpu_executor.py:39',
+            '0.7.3: vllm/executor/mp_distributed_executor.py:43, vllm/executor/mp_distributed_executor.py:48',
+        ),
+        (),
+    ),
+    'float16_unsupported_model': (
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.9.2: vllm/config.py:3240',
+            '0.10.2: vllm/config/__init__.py:2636',
+            '0.11.0: vllm/config/model.py:1602',
+        ),
+        (),
+    ),
+    'quantization_method_unknown': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.2.7: vllm/config.py:168',
+            '0.10.2: vllm/config/__init__.py:1212',
+            '0.11.0: vllm/config/model.py:962',
+        ),
+        (),
+    ),
+    'long_context_warning': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        (
+            '0.5.5: vllm/engine/arg_utils.py:850',
+        ),
+        ('arg_utils.py',),
+    ),
+    'dual_chunk_cuda_graph': (
+        ('0.9.2', '0.10.2'),
+        (
+            '0.9.2: vllm/engine/arg_utils.py:1096',
+        ),
+        (),
+    ),
+    'fa3_full_graph_capture_size': (
+        ('0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.9.2: vllm/v1/attention/backends/flash_attn.py:193',
+            '0.10.2: vllm/v1/attention/backends/flash_attn.py:207, vllm/v1/attention/backends/mla/flashattn_mla.py:89',
+        ),
+        (),
+    ),
+    'partial_sliding_window': (
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.4.3: vllm/model_executor/models/qwen2.py:299',
+            '0.10.2: vllm/model_executor/models/qwen2.py:295, vllm/model_executor/models/seed_oss.py:282',
+            '0.14.1: vllm/model_executor/models/iquest_loopcoder.py:387, vllm/model_executor/models/ouro.py:314, vllm/model_executor/models/qwen2.py:369, vllm/model_executor/models/seed_oss.py:286',
+            '0.32.0: vllm/model_executor/models/iquest_loopcoder.py:388, vllm/model_executor/models/qwen2.py:353',
+        ),
+        (),
+    ),
     'v1_max_seq_len_exceeds_kv': (
         ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
@@ -954,37 +1033,37 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('multiproc_worker_utils.py',),
     ),
     'message_queue_handle': (
-        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.5.5: vllm/distributed/device_communicators/shm_broadcast.py:235',
         ),
         ('shm_broadcast.py',),
     ),
     'torch_distributed_init': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/distributed/parallel_state.py:89',
         ),
         ('parallel_state.py',),
     ),
     'nccl_library_found': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/utils.py:609, vllm/utils.py:618',
             '0.9.2: vllm/utils/__init__.py:1143, vllm/utils/__init__.py:1152',
-            '0.32.0: vllm/utils/nccl.py:28, vllm/utils/nccl.py:37',
+            '0.14.1: vllm/utils/nccl.py:25, vllm/utils/nccl.py:34',
         ),
         ('__init__.py', 'nccl.py', 'utils.py'),
     ),
     'pynccl_version': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/distributed/device_communicators/pynccl.py:65',
         ),
         ('pynccl.py',),
     ),
     'p2p_access_cache': (
-        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.4.3: vllm/distributed/device_communicators/custom_all_reduce_utils.py:169, vllm/distributed/device_communicators/custom_all_reduce_utils.py:179',
             '0.10.2: vllm/distributed/device_communicators/all_reduce_utils.py:241, vllm/distributed/device_communicators/all_reduce_utils.py:279',
@@ -992,21 +1071,21 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ('all_reduce_utils.py', 'custom_all_reduce_utils.py'),
     ),
     'p2p_check_skipped': (
-        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.6.4.post1: vllm/distributed/device_communicators/custom_all_reduce.py:35',
         ),
         ('custom_all_reduce.py',),
     ),
     'allreduce_backends': (
-        ('0.32.0', '0.33.0'),
+        ('0.25.1', '0.32.0', '0.33.0'),
         (
-            '0.32.0: vllm/distributed/device_communicators/cuda_communicator.py:354',
+            '0.25.1: vllm/distributed/device_communicators/cuda_communicator.py:265',
         ),
         ('cuda_communicator.py',),
     ),
     'parallel_groups_ready': (
-        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.32.0', '0.33.0'),
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
             '0.8.5: vllm/distributed/parallel_state.py:1005',
         ),

@@ -1,0 +1,145 @@
+"""Start-up configuration checks the source walk (scripts/catalog_coverage.py) listed as unknown
+and that users meet (headroom/probes/vllm_catalog/config_checks.py, rules in
+rules_catalog_config.py and rules_compat.py): each text is fed verbatim from the catalog (vLLM's
+own wording, provenance.py names the releases and files), with the command line that decides
+the value, and the knob must turn the way the text and its threads say."""
+
+from __future__ import annotations
+
+import pytest
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.probes.vllm_catalog import SIGNATURES
+from headroom.probes.vllm_log import digest_text
+from headroom.vllm_cmd import parse_command
+
+BY_ID = {s.id: s for s in SIGNATURES}
+
+
+def _findings(log: str, argv: list[str] | None = None, gpus: str | None = None):
+    inputs = DoctorInputs(
+        log=digest_text(log),
+        command=parse_command(argv) if argv else None,
+        gpu_spec=parse_gpu_spec(gpus) if gpus else None,
+    )
+    return diagnose(inputs).findings
+
+
+def _top(log: str, argv=None, gpus=None):
+    findings = _findings(log, argv, gpus)
+    assert findings, "the doctor found nothing"
+    return findings[0]
+
+
+def _turn(finding) -> tuple[str, str, object] | None:
+    act = next((a for a in finding.actions if a.knob), None)
+    return (act.knob, act.direction, act.value) if act else None
+
+
+# --- speculative decoding's draft slots ----------------------------------------------------
+
+
+def test_spec_decode_without_slots_raises_the_batch_by_what_is_missing():
+    """vllm#50708: max_num_scheduled_tokens = batch - slots x seqs = -1792 with a 2048 batch:
+    at least 2048 + 1792 + 1 tokens start it (rounded up to 256)."""
+    example = BY_ID["spec_decode_no_slots"].examples[0]
+    top = _top(example, ["vllm", "serve", "m", "--max-num-batched-tokens", "2048"])
+    assert top.id == "spec-decode-batch-too-small"
+    assert _turn(top) == ("max_num_batched_tokens", "raise", 4096)
+    assert ("max_num_seqs", "lower") in [(a.knob, a.direction) for a in top.actions]
+
+
+def test_spec_decode_lookahead_check_needs_one_token_more_than_the_lookahead():
+    example = BY_ID["spec_decode_no_slots"].examples[1]  # batch 4, lookahead 7
+    top = _top(example)
+    assert _turn(top) == ("max_num_batched_tokens", "raise", 256)
+
+
+def test_spec_decode_without_the_batch_size_still_turns_it_up():
+    example = BY_ID["spec_decode_no_slots"].examples[0]
+    top = _top(example)
+    assert top.id == "spec-decode-batch-too-small"
+    assert _turn(top)[:2] == ("max_num_batched_tokens", "raise")
+
+
+# --- the batch against the KV block --------------------------------------------------------
+
+
+def test_v0_chunk_not_a_block_multiple_rounds_up_to_one():
+    top = _top(BY_ID["chunk_not_block_multiple"].examples[0])  # 1000 % 16 = 8
+    assert top.id == "batched-tokens-below-block-size"
+    assert _turn(top) == ("max_num_batched_tokens", "raise", 1008)
+
+
+@pytest.mark.parametrize("example", BY_ID["mamba_align_block_above_batch"].examples)
+def test_mamba_align_block_raises_the_batch_to_the_block(example):
+    """vllm#36734 (through pydantic, as pasted) and the bare assert: one finding, raise."""
+    findings = _findings(example)
+    assert findings[0].id == "mamba-align-block-above-batch"
+    assert _turn(findings[0])[:2] == ("max_num_batched_tokens", "raise")
+    raised = [f for f in findings if any(a.knob == "max_num_batched_tokens" for a in f.actions)]
+    assert all(
+        a.direction == "raise"
+        for f in raised
+        for a in f.actions
+        if a.knob == "max_num_batched_tokens"
+    )
+
+
+# --- TP above the node's GPUs (the multiprocessing executor) ----------------------------------
+
+
+def test_tp_above_the_local_gpus_lowers_tp_to_what_the_node_has():
+    """vllm#5790: "please set tensor_parallel_size (4) to less than max local gpu count (2)"."""
+    example = BY_ID["tp_above_local_gpus"].examples[0]
+    top = _top(example, ["vllm", "serve", "m", "--tensor-parallel-size", "4"])
+    assert top.id == "world-size-too-large"
+    assert _turn(top) == ("tensor_parallel_size", "lower", 2)
+
+
+def test_tp_check_without_numbers_is_still_read():
+    event = digest_text(BY_ID["tp_above_local_gpus"].examples[2]).facts().failures[0]
+    assert event.kind == "world_size_too_large"
+
+
+# --- float16 refused, quantization unknown ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("gpus", "dtype"), [(None, "bfloat16"), ("1xA100-80GB", "bfloat16"),
+                                             ("1xV100-32GB", "float32"), ("2xT4", "float32")])  # fmt: skip
+def test_float16_refused_for_the_model_sets_bfloat16_or_float32_on_old_gpus(gpus, dtype):
+    """Gemma 2/3, GLM-4 refuse float16 (0.9.2+, "Numerical instability"): bf16 where the GPU
+    has it, else float32 (vllm#28857; the bf16 refusal itself says pre-Ampere GPUs lack it)."""
+    example = BY_ID["float16_unsupported_model"].examples[1]  # as pydantic prints it
+    top = _top(example, ["vllm", "serve", "google/gemma-3-4b-it", "--dtype", "half"], gpus)
+    assert top.id == "dtype-unsupported"
+    assert _turn(top) == ("dtype", "set", dtype)
+
+
+def test_unknown_quantization_method_is_an_upgrade_and_turns_no_knob():
+    top = _top(BY_ID["quantization_method_unknown"].examples[0])
+    assert top.id == "quantization-unknown" and not top.actions
+    assert "gptq" in top.title and "'awq', 'squeezellm'" in " ".join(top.evidence)
+
+
+# --- CUDA graphs and model layouts ---------------------------------------------------------------
+
+
+def test_dual_chunk_attention_turns_eager_on():
+    top = _top(BY_ID["dual_chunk_cuda_graph"].examples[0])
+    assert top.id == "cuda-graph-unsupported"
+    assert _turn(top) == ("enforce_eager", "set", True)
+
+
+@pytest.mark.parametrize("sig_id", ["fa3_full_graph_capture_size", "partial_sliding_window"])
+def test_release_limits_are_named_and_turn_no_knob(sig_id):
+    top = _top(BY_ID[sig_id].examples[0])
+    assert top.step is None and not top.actions
+
+
+def test_the_v0_long_context_warning_gives_the_derived_length():
+    log = "WARNING 08-02 13:58:45 arg_utils.py:850] " + BY_ID["long_context_warning"].examples[0]
+    facts = digest_text(log).facts()
+    assert facts.max_model_len == 131072
+    assert [w.kind for w in facts.warnings] == ["long_context_warning"]
