@@ -32,15 +32,9 @@ from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.log_memory import available_kv_from_log
 from headroom.doctor.memory_model import fit_len
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
+from headroom.doctor.no_cache_alternatives import release_alternatives, unsized_actions
 from headroom.doctor.no_cache_v0 import V0_RULES, v0_no_cache_actions
-from headroom.doctor.v0_profile import chunked_prefill_action
-from headroom.doctor.versions import (
-    batch_defaults,
-    cudagraph_in_budget,
-    effective_version,
-    format_version,
-    is_v1,
-)
+from headroom.doctor.versions import format_version, others_in_budget, parse_version
 
 
 def no_cache_memory(ctx) -> list[Finding]:
@@ -67,6 +61,9 @@ def no_cache_memory(ctx) -> list[Finding]:
             f"estimate: weights {acc.weights_gib:.2f} + activations {acc.activation_gib:.2f} + "
             f"overhead {acc.overhead_gib:.2f} GiB against a budget of {acc.budget_gib:.2f} GiB per GPU"
         )
+    note = _others_note(ctx)
+    if note:
+        evidence.append(note)
     tp = A.lowest_fitting_tp(ctx)
     why = "the weights and activations leave nothing for the KV cache"
     batched = (
@@ -127,6 +124,29 @@ def no_cache_memory(ctx) -> list[Finding]:
             compact_actions(acts),
         )
     ]
+
+
+def _others_note(ctx) -> str | None:
+    """In the releases that deduct every process's memory on the GPU from this instance's
+    budget (versions.others_in_budget), say so: a second instance or another program then
+    needs a higher utilization here, never a lower one; with the estimate's KV left over, say
+    how much of the GPU the model alone does not explain."""
+    version = parse_version(ctx.version)
+    if version is None or not others_in_budget(version):
+        return None
+    acc = ctx.account
+    unexplained = (
+        f"; the estimate leaves {acc.kv_cache_gib:.2f} GiB of KV cache, so at least that much "
+        "on this GPU is not this model's"
+        if acc is not None and acc.kv_cache_gib > A.MARGIN * acc.gpu_usable_gib
+        else ""
+    )
+    return (
+        f"vLLM {format_version(version)} deducts every process's memory on the GPU from this "
+        "instance's budget (total x utilization - all memory in use): with another instance "
+        "or program on it, this utilization must cover that memory too (0.9.1+, PR #18974: "
+        f"each instance's share is its own){unexplained}"
+    )
 
 
 def _each_knob_once(acts) -> list[Action | None]:
@@ -201,176 +221,3 @@ def _no_cache_shorter_first(ctx, already_short: float, evidence: list) -> list:
         "less slack for the CUDA context, graphs and other processes on the GPU",
     )
     return [shorter, raise_util]
-
-
-def unsized_actions(ctx, why: str, evidence: list[str]) -> list[Action | None]:
-    """The actions when one request cannot be sized (no model shape): the raise first when
-    the numbers leave it room, else the release's next knob; the others after it."""
-    cpu_space = A.cpu_kv_space(ctx, evidence[0] if evidence else "", None, why)
-    if cpu_space is not None:
-        return [cpu_space, *release_alternatives(ctx, raised=True)]
-    deficit = _log_deficit(ctx)
-    budget, left = _raise_for_deficit(ctx, deficit, why, evidence)
-    if budget is not None:
-        return [budget, *release_alternatives(ctx, raised=True, kv_left=left)]
-    # The raise cannot work: the release's next knob leads; a raise short of the deficit
-    # still adds memory, so it follows that knob.
-    alternatives = compact_actions(release_alternatives(ctx, raised=False))
-    partial = None
-    if ctx.utilization < A.MAX_UTILIZATION - 1e-9 and not ctx.knobs.kv_cache_memory_bytes:
-        partial = Action(
-            "gpu_memory_utilization",
-            "raise",
-            A.MAX_UTILIZATION,
-            f"{why}: not enough alone, it adds to the change above",
-            "less slack for the CUDA context, graphs and other processes on the GPU",
-        )
-    return [*alternatives[:1], partial, *alternatives[1:]]
-
-
-def _log_deficit(ctx) -> float | None:
-    """How far below zero the budget is, GiB per GPU, when vLLM printed it."""
-    short = available_kv_from_log(ctx.raw_lines)
-    return -short if short is not None and short < 0 else None
-
-
-def _raise_for_deficit(ctx, deficit, why, evidence) -> tuple[Action | None, float | None]:
-    """(the utilization raise or None when it cannot work, the KV GiB per GPU it leaves when
-    that is known). Without a known deficit: the table's default raise (+0.03)."""
-    if ctx.knobs.kv_cache_memory_bytes:
-        return A.raise_kv_budget(ctx, deficit, why), None
-    util, total = ctx.utilization, ctx.gpu_total
-    if util >= A.MAX_UTILIZATION - 1e-9:
-        evidence.append(
-            f"gpu_memory_utilization is already {util:.2f}: above {A.MAX_UTILIZATION} the CUDA "
-            "context and graphs have no room, so the next knob leads"
-        )
-        return None, None
-    if deficit is None:
-        return A.raise_kv_budget(ctx, None, why), None
-    if total is None:
-        # The GPU's size is not known: the raise says what size it needs, and it is gone
-        # when no GPU we know could give the deficit (then the next knob leads).
-        budget = A.raise_kv_budget(ctx, deficit, why)
-        if budget is None:
-            evidence.append(
-                f"the budget is {deficit:.2f} GiB short: no gpu_memory_utilization <= "
-                f"{A.MAX_UTILIZATION} gives that on any GPU we know, so the next knob leads"
-            )
-        return budget, None
-    gib, exact = total
-    room = (A.MAX_UTILIZATION - util) * gib
-    about = "" if exact else "at least "
-    if A.budget_raise_verdict(ctx, deficit) != "closes":
-        evidence.append(
-            f"GPU total {about}{gib:.2f} GiB: gpu_memory_utilization {util:.2f} -> "
-            f"{A.MAX_UTILIZATION} adds {room:.2f} GiB, not the {deficit:.2f} GiB (plus a margin) "
-            "the budget is short: the next knob leads"
-        )
-        return None, None
-    left = room - deficit
-    evidence.append(
-        f"GPU total {about}{gib:.2f} GiB: gpu_memory_utilization {util:.2f} -> "
-        f"{A.MAX_UTILIZATION} adds {room:.2f} GiB, {deficit:.2f} GiB of it to reach zero: about "
-        f"{left:.2f} GiB of KV cache per GPU is left"
-    )
-    raise_util = Action(
-        "gpu_memory_utilization",
-        "raise",
-        A.MAX_UTILIZATION,
-        f"{why}: the budget is {deficit:.2f} GiB short and {A.MAX_UTILIZATION} adds "
-        f"{room:.2f} GiB, leaving about {left:.2f} GiB for the KV cache",
-        "less slack for the CUDA context, graphs and other processes on the GPU",
-    )
-    return raise_util, left
-
-
-def release_alternatives(
-    ctx, *, raised: bool, kv_left: float | None = None, version_text: str | None = None
-) -> list[Action | None]:
-    """The knobs after the utilization, in the order the release's profile makes them work.
-    `raised`: the utilization raise comes first; `kv_left`: the KV GiB per GPU it leaves;
-    `version_text`: the release to reason with (default ctx's)."""
-    version_text = version_text or ctx.version
-    version = effective_version(version_text)
-    knobs = ctx.knobs
-    shape = ctx.model_read
-    # --max-model-len -1 asks vLLM (0.32+) to fit the length to memory itself ("Cannot
-    # auto-fit max_model_len" when not even one token fits): no length to cut then.
-    # (vllm/utils/argparse_utils.py human_readable_int_or_auto: "-1" or "auto")
-    cmd = ctx.inputs.command
-    typed = str(cmd.get("max_model_len") if cmd is not None else "").strip().lower()
-    auto_fit = typed in ("-1", "auto")
-    length = (
-        None
-        if auto_fit
-        else knobs.max_model_len or (getattr(shape, "max_position_embeddings", None) or None)
-    )
-    tokens, seqs = _batch(ctx, version, length)
-
-    def shorter_for(why: str) -> Action | None:
-        return None if auto_fit else _shorter(length, why)
-
-    fewer_seqs = A.lower_max_num_seqs(
-        seqs, None, "the start-up profile's sampler holds logits for every sequence"
-    )
-    tp = A.raise_tp(ctx, A.lowest_fitting_tp(ctx), "the weights do not leave room for a KV cache")
-    if version_text is not None and not is_v1(version):
-        shorter = shorter_for(
-            f"V0 ({format_version(version)}) profiles one whole max(max_model_len, 2048) "
-            "prefill: a shorter context lowers the activation peak itself",
-        )
-        chunked = chunked_prefill_action(
-            ctx, "a smaller start-up profile leaves room for KV", version_text
-        )
-        return [shorter, chunked, fewer_seqs, tp]
-    fewer_tokens = (
-        A.lower_batched_tokens(tokens, "the start-up profile runs this many tokens at once")
-        if tokens
-        else None
-    )
-    eager = None
-    if cudagraph_in_budget(version) and not knobs.enforce_eager:
-        eager = A.enforce_eager(
-            "from 0.20 the CUDA-graph estimate is taken out of the KV budget: eager mode "
-            "gives it back"
-        )
-    left = f" (about {kv_left:.2f} GiB)" if kv_left is not None else ""
-    v1_part = (
-        f"in V1 the KV cache left after the raise{left} may hold less than one request of it"
-        if raised
-        else "V1 profiles max_num_batched_tokens instead (next)"
-    )
-    if ctx.version is None:
-        # The release is not known: the table's order (max_model_len next), which is also
-        # V0's knob; V1's batch knobs follow.
-        shorter = shorter_for(
-            "the table's next knob: V0 (<= 0.7) profiles one whole max_model_len prefill; "
-            + v1_part,
-        )
-        return [shorter, fewer_tokens, fewer_seqs, eager, tp]
-    shorter = shorter_for(
-        "V1 profiles max_num_batched_tokens whatever max_model_len is: it cannot make KV "
-        f"memory, but the KV cache left after the raise{left} may hold less than one request",
-    )
-    if raised and kv_left is not None:
-        return [shorter, fewer_tokens, fewer_seqs, eager, tp]
-    return [fewer_tokens, fewer_seqs, eager, shorter, tp]
-
-
-def _batch(ctx, version, length) -> tuple[int | None, int]:
-    """(max_num_batched_tokens, max_num_seqs) in effect: the command's, else the release's
-    defaults for this GPU (tokens None when the GPU size is unknown)."""
-    knobs = ctx.knobs
-    total = ctx.gpu_total
-    name = ctx.gpu.name if ctx.gpu is not None else ""
-    if total is None:
-        return knobs.max_num_batched_tokens, knobs.max_num_seqs or 256
-    tokens, seqs = batch_defaults(version, total[0], name, length or 2048)
-    return knobs.max_num_batched_tokens or tokens, knobs.max_num_seqs or seqs
-
-
-def _shorter(length: int | None, why: str) -> Action:
-    if length and length >= 2 * 16:
-        return A.lower_max_model_len(length // 2, why)
-    return Action("max_model_len", "lower", None, why, "requests longer than this are rejected")

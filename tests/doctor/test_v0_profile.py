@@ -217,3 +217,22 @@ def test_a_v1_log_is_never_read_as_v0():
     top = _top(line, argv, "1xV100:32")
     assert not any("only V0 explains" in e for e in top.evidence)
     assert ("enable_chunked_prefill", "set") not in _turns(top)
+
+
+def test_releases_that_deduct_others_memory_say_so_and_raise():
+    """vllm#14376's shape (a second TinyLlama at 0.2 on an L40S): on 0.8.5 the first
+    instance's memory is deducted from the second's budget (gpu_worker.py 0.8.5: non-torch =
+    used - torch allocated), the estimate leaves GiB the log did not get, and the raise leads;
+    from 0.9.1 (PR #18974) the note is gone."""
+    line = (
+        "ERROR 03-05 13:46:50 core.py:291] ValueError: No available memory for the cache "
+        "blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
+    )
+    argv = ["vllm", "serve", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "--max-model-len", "1024",
+            "--gpu-memory-utilization", "0.2"]  # fmt: skip
+    old = _top(line, argv, "1xL40S", "0.8.5")
+    assert _turns(old)[0] == ("gpu_memory_utilization", "raise")
+    note = next(e for e in old.evidence if "deducts every process's memory" in e)
+    assert "not this model's" in note
+    new = _top(line, argv, "1xL40S", "0.9.1")
+    assert not any("deducts every process's memory" in e for e in new.evidence)
