@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -177,8 +178,13 @@ def test_generated_expositions_never_raise_and_agree_with_the_oracle(text: str) 
     except Exception:
         return  # the oracle refuses the page as a whole; we only promise not to raise
     ours = {_key(s.name, s.labels): s.value for s in parsed.samples}
+    # A page that repeats a series is not valid exposition, and which of its values wins is
+    # neither reader's promise: prometheus_client renames a counter's later samples to
+    # NAME_total (so its view keeps the first value), ours keeps the last. Compare the series
+    # given once.
+    seen = Counter(_key(s.name, s.labels) for s in parsed.samples)
     for key, value in ours.items():
-        if key in expected:
+        if key in expected and seen[key] == 1:
             assert _same(value, expected[key]), key
 
 
