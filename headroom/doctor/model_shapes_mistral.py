@@ -21,7 +21,7 @@ MISTRAL = (
     row("Mistral-Small-24B", MS, 40, 5120, 32768, 32, 8, 128, 131072, 32768, 23.57,
        ["mistral-small-24b-2501", "mistral-small-3-24b"]),
     row("Mistral-Small-3.1-24B", _M3, 40, 5120, 32768, 32, 8, 128, 131072, 131072, 23.57,
-       ["mistral-small-3.2-24b"], vision=0.44),
+       ["mistral-small-3.2-24b", "mistral-small-3.1", "mistral-small-3.2"], vision=0.44),
     # Devstral Small 2 (24B): the Mistral Small 3 shape, yarn 48 x 8192 = 393216 positions,
     # published in FP8 (the vision tower and lm_head left 16-bit).
     row("Devstral-Small-2-24B", _M3, 40, 5120, 32768, 32, 8, 128, 131072, 393216, 23.57,

@@ -90,5 +90,12 @@ MOE = (
     row("GLM-4.5-Air", "Glm4MoeForCausalLM", 46, 4096, 10944, 96, 8, 128, 151552, 131072, None,
        num_experts=128, moe_intermediate_size=1408, num_experts_per_token=8,
        num_shared_experts=1, shared_expert_intermediate_size=1408, dense_layers=1, qkv_bias=True),
+    # MiniMax-M1: lightning (linear) attention in 70 of 80 layers, softmax attention in every
+    # eighth (attn_type_list), which alone caches K/V; 32 experts of 9216, top 2. Count:
+    # 456 B computed layer by layer (a lightning layer's q/k/v, gate and output of 64 x 128),
+    # the card's 456B.
+    row("MiniMax-M1", "MiniMaxM1ForCausalLM", 80, 6144, 9216, 64, 8, 128, 200064, 10240000, 456.0,
+       ["minimax-m1-40k", "minimax-m1-80k"], kv_layers=10, num_experts=32,
+       moe_intermediate_size=9216, num_experts_per_token=2),
 )
 # fmt: on
