@@ -57,7 +57,7 @@ _LOWER = (
 _RAISE = r"increas(?:e|ed|es|ing)|rais(?:e|ed|es|ing)|bump(?:ed|ing)?|enlarg(?:e|ed|ing)|doubl(?:e|ed|ing)"
 _SET = r"set(?:ting)?|chang(?:e|ed|ing)|us(?:e|ed|ing)|add(?:ed|ing)?|pass(?:ed|ing)?|specif(?:y|ied|ying)"
 _VERB_KNOB = (
-    rf"(?P<verb>{_LOWER}|{_RAISE}|{_SET})\s+(?:the\s+|my\s+)?(?:{_KNOB})"
+    rf"(?P<verb>{_LOWER}|{_RAISE}|{_SET})\s+(?:the\s+|my\s+)?(?:maximum\s+|max\s+)?(?:{_KNOB})"
     rf"(?:\s*(?:to|=|:|from\s+\S+\s+to|\s)\s*{_NUM})?"
 )
 _DONE = (

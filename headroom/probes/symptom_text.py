@@ -51,6 +51,12 @@ _OOM_PHRASES = (
     # 内存 is host memory unless CUDA / GPU / 显卡 says whose ("CUDA内存不足").
     r"显存[^。，,.;；:：!！?？\n]{0,8}?(?:不足|不够|溢出|爆|耗尽|占满|满了)|爆显存|"
     r"(?:CUDA|GPU|显卡)\s*内存(?:不足|不够|溢出|耗尽)",
+    # a GPU's size said not to be enough: "16G都不够" (QwenLM/Qwen3-VL#1224), "24GB is not
+    # enough" (a size of RAM is host memory: _HOST_MEMORY rules the line out)
+    r"(?<![\d.])\d{1,3}(?:\.\d)?\s*(?:G|GB|GiB)\s*(?:的)?\s*(?:显存|VRAM)?\s*(?:都|也|还|完全)?\s*"
+    r"(?:不够|不足)",
+    r"(?<![\d.])\d{1,3}(?:\.\d)?\s*(?:G|GB|GiB)\s+(?:of\s+)?(?:VRAM\s+|GPU\s+memory\s+)?"
+    r"(?:is|are|was|were)\s+not\s+enough\b",
 )
 _KV_CACHE = r"KV[ -]?cache"
 _KV_PHRASES = (
@@ -90,7 +96,7 @@ _URL = re.compile(r"\S+://\S+")
 # of the second: the cheap test before any regex (a healthy log's lines name "memory" and
 # "KV cache" all the time, and none of these words).
 _OOM_NEEDLES = ("oom", "out of", "out-of", "outofmemory", "enough", "insufficient", "no more",
-                "exhausted", "显存", "内存")  # fmt: skip
+                "exhausted", "显存", "内存", "不够", "不足")  # fmt: skip
 _KV_NEEDLES = ("enough", "insufficient", "small", "no ", "不足", "不够", "太小", "过小")
 
 
@@ -108,12 +114,39 @@ def _clause_before(text: str, start: int) -> str:
     return before[cut + 1 :]
 
 
+# A yes/no question asks whether it would happen ("Will vLLM OOM with 128k?", "我的4090 24G不够
+# 吗？"); a "why" question reports what did ("Why does vLLM OOM on my 4090?").
+_EN_YES_NO = re.compile(
+    r"^\W*(?:is|are|was|were|will|would|can|could|does|do|did|should|shall|may|might|has|have)\b",
+    _IA,
+)
+_ZH_YES_NO = re.compile(r"(?:吗|么|不)\s*[?？]\s*$")
+
+
+def _part(text: str, match: re.Match[str], stops: str) -> str:
+    """The sentence (or clause) of `text` holding the match, with its closing mark."""
+    start = max(text[: match.start()].rfind(c) for c in stops) + 1
+    ends = [i for i in (text.find(c, match.end()) for c in stops) if i >= 0]
+    end = min(ends) if ends else len(text)
+    return text[start : end + 1].strip()
+
+
+def _yes_no_question(text: str, match: re.Match[str]) -> bool:
+    sentence = _part(text, match, ".;!?\n。；！？")
+    if sentence.endswith(("?", "？")) and _EN_YES_NO.search(sentence):
+        return True
+    # Chinese asks clause by clause: "16G都不够，能限制它在16G以内吗？" reports, then asks
+    return bool(_ZH_YES_NO.search(_part(text, match, ".;!?\n。；！？，,")))
+
+
 def _reported(pattern: re.Pattern[str], text: str) -> bool:
-    """Whether a match of `pattern` in `text` reads as a report (no hedge before it)."""
+    """Whether a match of `pattern` in `text` reads as a report (no hedge before it, not a
+    yes/no question)."""
     for match in pattern.finditer(text):
         clause = _clause_before(text, match.start())
-        if not _HEDGE.search(clause) and not _ZH_HEDGE.search(clause):
-            return True
+        if _HEDGE.search(clause) or _ZH_HEDGE.search(clause) or _yes_no_question(text, match):
+            continue
+        return True
     return False
 
 

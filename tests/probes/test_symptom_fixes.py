@@ -25,6 +25,11 @@ FIXES = [
         "After setting --max-model-len 8192 the OOM went away",
         ("max_model_len", None, 8192.0),
     ),
+    (  # QwenLM/Qwen3-VL#1684
+        "Reducing the maximum context length works for me, but I need long context to support "
+        "video inference.",
+        ("max_model_len", "lower", None),
+    ),
 ]
 
 
@@ -76,6 +81,11 @@ def test_no_fix_in_a_question_advice_or_a_change_that_did_not_help(text):
             True,
         ),  # vllm-project/tpu-inference#3410
         ("OOM caused by missing `--max-model-len`", True),  # ai-dynamo/aiconfigurator#238
+        ("OOM with long context", True),  # Sandermage/genesis-vllm-patches#1 (title)
+        (
+            "Model instance OOM due to large context length in OpenGVLab/internvl2-4b model",
+            True,
+        ),  # gpustack/gpustack#364 (title); fmt: skip
         # a length named without blame, and one that did not help
         ("OOM when loading Qwen2 GPTQ 8bit", False),  # vllm-project/vllm#5993
         ("[Bug]: max_model_len setting fail", False),  # vllm-project/vllm#14102

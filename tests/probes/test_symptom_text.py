@@ -40,6 +40,10 @@ OOM_WORDS = [
     # "OOM" right after a Chinese character: no word boundary is lost to it
     "8张A800的显存，启动huggingface版本都是OK的，但是vllm却报错OOM?",  # QwenLM/Qwen3#67
     "Qwen2-VL 7B按理说80G的显存是能跑下的，但实际部署时推理会OOM",  # InternLM/lmdeploy#2565
+    # a GPU's size said not to be enough, then a question of its own (QwenLM/Qwen3-VL#1224)
+    "vllm serve Qwen/Qwen2.5-VL-7B-Instruct-AWQ到底需要多大显存？16G都不够，能限制它在16G以内吗？",
+    # the OOM reported, then a question about its cause (bytedance/ComfyUI-HyperLoRA#25)
+    "OOM错误，真的是硬件配置不够吗？",
 ]
 
 KV_WORDS = [
@@ -192,3 +196,21 @@ def test_a_line_with_vllms_logger_prefix_is_never_words(prefix, parts):
 @given(st.text(alphabet=st.characters(blacklist_characters="oOmMvVkK显"), max_size=200))
 def test_text_without_any_needle_names_no_symptom(text):
     assert symptom_of_line(text) is None
+
+
+@given(
+    st.sampled_from(["Will", "Would", "Does", "Can", "Is it normal that", "Should"]),
+    st.sampled_from(["vLLM OOM", "it run out of GPU memory", "the server OOM", "my card OOM"]),
+    st.sampled_from(["", " with 128k context", " on a 24GB card", " at startup"]),
+)
+def test_a_yes_no_question_names_no_symptom(aux, claim, where):
+    """A yes/no question asks whether it would happen; it reports nothing."""
+    assert symptom_of_line(f"{aux} {claim}{where}?") is None
+
+
+@given(
+    st.sampled_from(["24G", "16GB", "80G"]),
+    st.sampled_from(["不够吗？", "显存不够吗？", "会不会不够？"]),
+)
+def test_a_chinese_yes_no_question_names_no_symptom(size, ask):
+    assert symptom_of_line(f"我的4090 {size}{ask}") is None
