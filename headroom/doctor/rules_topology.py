@@ -206,16 +206,7 @@ def nccl_and_shm(ctx) -> list[Finding]:
         )
     allreduce = ctx.of("custom_allreduce_disabled")
     if allreduce and (ctx.knobs.tp > 2 or ctx.inputs.command is None):
-        out.append(
-            Finding(
-                "custom-allreduce-off",
-                2,
-                "info",
-                "vLLM's fast all-reduce is off: these GPUs have no full NVLink mesh",
-                (allreduce[0].line.strip(),),
-                (),
-            )
-        )
+        out.append(_custom_allreduce_off(allreduce[0]))
     raw = ctx.raw_lines
     if any("via SHM/direct" in line or "via direct shared memory" in line for line in raw):
         out.append(
@@ -272,6 +263,41 @@ def nccl_and_shm(ctx) -> list[Finding]:
             )
         )
     return out
+
+
+# Why vLLM turned its custom all-reduce off, by the reason its warning gives
+# (custom_all_reduce.py 0.4.0-0.33.0): the title says that reason, not always the mesh.
+_ALLREDUCE_OFF_WHY: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("PCIe-only", "these GPUs have no full NVLink mesh", ()),
+    (
+        "P2P",
+        "these GPUs failed its peer-to-peer test",
+        (
+            "NCCL uses the same P2P paths: a start that then hangs in NCCL wants "
+            "NCCL_P2P_DISABLE=1 (`nvidia-smi topo -p2p r` shows which pairs lack P2P)",
+        ),
+    ),
+    ("spans across nodes", "the group spans nodes (NCCL does it over the network)", ()),
+    ("world size", "vLLM's kernel supports only some TP sizes (2, 4, 6, 8)", ()),
+)
+
+
+def _custom_allreduce_off(event) -> Finding:
+    reason = str(event.fields.get("reason") or event.line)
+    why: str = "these GPUs have no full NVLink mesh"
+    notes: tuple[str, ...] = ()
+    for needle, text, extra in _ALLREDUCE_OFF_WHY:
+        if needle in reason:
+            why, notes = text, extra
+            break
+    return Finding(
+        "custom-allreduce-off",
+        2,
+        "info",
+        f"vLLM's fast all-reduce is off: {why}",
+        (event.line.strip(), *notes),
+        (),
+    )
 
 
 def _watchdog_finding(ctx, event) -> Finding:

@@ -190,3 +190,21 @@ def test_a_start_stopped_in_cuda_graph_capture_across_gpus_runs_eager_first():
     # already eager: the communication fixes alone
     top = _diagnose(log, ["vllm", "serve", "m", "-tp", "2", "--enforce-eager"])[0]
     assert "enforce_eager" not in _knobs(top)
+
+
+@pytest.mark.parametrize(
+    ("warning", "why"),
+    [
+        # the catalog's examples (probes/vllm_catalog/runtime.py, custom_all_reduce.py's texts)
+        ("Custom allreduce is disabled because it's not supported on more than two PCIe-only "
+         "GPUs. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+         "no full NVLink mesh"),
+        ("Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test "
+         "failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+         "peer-to-peer test"),
+    ],
+)  # fmt: skip
+def test_the_custom_all_reduce_off_note_says_vllms_own_reason(warning, why):
+    line = "WARNING 05-25 00:00:25 custom_all_reduce.py:74] " + warning + "\n"
+    found = {f.id: f for f in _diagnose(line)}
+    assert why in found["custom-allreduce-off"].title
