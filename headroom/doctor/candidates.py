@@ -178,7 +178,8 @@ def _fit_len_at(model, gpu, knobs: Knobs, version) -> int:
     acc = account(model, gpu, knobs, version)
     fit = acc.max_model_len_fit if acc.kv_cache_gib > 0 else 0
     ver = effective_version(version)
-    if not profile_follows_length(ver, acc.max_model_len, knobs.max_num_batched_tokens is not None):
+    batched_set = knobs.max_num_batched_tokens is not None
+    if not profile_follows_length(ver, acc.max_model_len, batched_set, knobs.chunked_prefill):
         return fit
     low, high = max(fit // 16, 1), acc.max_model_len // 16  # in blocks of 16 tokens
     if account(model, gpu, replace(knobs, max_model_len=low * 16), version).fits is False:

@@ -45,6 +45,7 @@ class Knobs:
     enforce_eager: bool = False
     block_size: int = 16
     quantization: str | None = None
+    chunked_prefill: bool | None = None  # --enable-chunked-prefill as given; None: the default
 
 
 def knobs_from_command(cmd) -> Knobs:
@@ -78,7 +79,14 @@ def knobs_from_command(cmd) -> Knobs:
         enforce_eager=bool(get("enforce_eager", False)),
         block_size=as_int(get("block_size")) or 16,
         quantization=get("quantization"),
+        chunked_prefill=_flag(get("enable_chunked_prefill")),
     )
+
+
+def _flag(value) -> bool | None:
+    if value is None:
+        return None
+    return str(value).strip().lower() in {"true", "1", "yes", ""}
 
 
 @dataclass(frozen=True)
@@ -208,6 +216,7 @@ def account(model, gpu: GpuSpec, knobs: Knobs, version: str | None = None) -> Me
     util = knobs.gpu_memory_utilization or V.default_utilization(ver)
     max_len = knobs.max_model_len or model.max_position_embeddings or 4096
     tokens_default, seqs_default = V.batch_defaults(ver, usable, gpu.name, max_len)
+    tokens_default = V.chunked_batch_default(ver, tokens_default, max_len, knobs.chunked_prefill)
     seqs = knobs.max_num_seqs or seqs_default
     batched = knobs.max_num_batched_tokens or tokens_default
     weights = weights_gib_per_gpu(model, tp, pp, knobs.quantization)

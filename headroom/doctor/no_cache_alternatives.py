@@ -8,7 +8,7 @@ from __future__ import annotations
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, compact_actions
 from headroom.doctor.log_memory import available_kv_from_log
-from headroom.doctor.v0_profile import chunked_prefill_action
+from headroom.doctor.v0_profile import chunked_prefill_action, whole_prompt_tokens
 from headroom.doctor.versions import (
     batch_defaults,
     cudagraph_in_budget,
@@ -130,14 +130,20 @@ def release_alternatives(
         seqs, None, "the start-up profile's sampler holds logits for every sequence"
     )
     tp = A.raise_tp(ctx, A.lowest_fitting_tp(ctx), "the weights do not leave room for a KV cache")
-    if version_text is not None and not is_v1(version):
+    whole = whole_prompt_tokens(ctx, version_text)
+    if (version_text is not None and not is_v1(version)) or whole is not None:
+        # V0, or chunked prefill turned off: fewer batched tokens is no knob there (below
+        # max_model_len vLLM refuses them); a shorter context shrinks the profile itself
+        engine = "V1 with chunked prefill off" if is_v1(version) else "V0"
         shorter = shorter_for(
-            f"V0 ({format_version(version)}) profiles one whole max(max_model_len, 2048) "
-            "prefill: a shorter context lowers the activation peak itself",
+            f"{engine} ({format_version(version)}) profiles one whole max_model_len prompt: "
+            "a shorter context lowers the activation peak itself",
         )
         chunked = chunked_prefill_action(
             ctx, "a smaller start-up profile leaves room for KV", version_text
         )
+        if is_v1(version) and chunked is not None:
+            return [chunked, shorter, fewer_seqs, tp]  # vLLM's own default, given back
         return [shorter, chunked, fewer_seqs, tp]
     fewer_tokens = (
         A.lower_batched_tokens(tokens, "the start-up profile runs this many tokens at once")

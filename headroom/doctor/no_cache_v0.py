@@ -55,7 +55,7 @@ def v0_no_cache_actions(ctx, why: str, evidence: list[str]) -> list[Action] | No
         return None  # V0's account leaves KV memory: the log says more than it knows
     tokens = whole_prompt_tokens(ctx, rules) or now.batched_tokens
     evidence.append(
-        f"V0 ({rules} rules) profiles one whole {tokens:,}-token prompt: activation "
+        f"vLLM {rules}'s rules profile one whole {tokens:,}-token prompt: activation "
         f"{now.activation_gib:.2f} GiB, weights {now.weights_gib:.2f} GiB, KV cache "
         f"{now.kv_cache_gib:.2f} GiB of a {now.budget_gib:.2f} GiB budget"
     )
@@ -104,10 +104,11 @@ def _v0_rules(ctx, evidence: list[str]) -> str | None:
     """The V0 release to reason with: the known one when it is V0 with a whole-prompt
     profile, else the one only V0 explains (release unknown)."""
     version = parse_version(ctx.version)
+    if whole_prompt_tokens(ctx) is not None:
+        # V0 as given, or chunked prefill turned off (V1 0.12+, or the newest rules)
+        return format_version(version or effective_version(None))
     if version is not None:
-        if effective_version(ctx.version) >= (0, 8, 0) or whole_prompt_tokens(ctx) is None:
-            return None
-        return format_version(version)
+        return None
     found = v0_explains_no_kv(ctx)
     if found is None:
         return None
@@ -122,7 +123,7 @@ def _chunked(ctx, rules: str, evidence: list[str]) -> tuple[Action | None, float
     if action is None:
         return None, None
     version = effective_version(rules)
-    knobs = replace(ctx.knobs, max_num_batched_tokens=chunk_tokens(version))
+    knobs = replace(ctx.knobs, chunked_prefill=True)
     try:
         acc = account(ctx.model, ctx.gpu, knobs, rules)
         need = needed_utilization(ctx.model, ctx.gpu, knobs, rules, acc.max_model_len)
@@ -134,8 +135,9 @@ def _chunked(ctx, rules: str, evidence: list[str]) -> tuple[Action | None, float
     elif need is not None and need <= A.MAX_UTILIZATION:
         util = max(need, ctx.utilization)
     evidence.append(
-        f"with chunked prefill ({chunk_tokens(version):,}-token profile) the activation is "
-        f"{acc.activation_gib:.2f} GiB and the KV cache {acc.kv_cache_gib:.2f} GiB: "
+        f"with chunked prefill ({chunk_tokens(ctx, version):,}-token profile) the activation is "
+        f"{acc.activation_gib:.2f} GiB and the KV cache {acc.kv_cache_gib:.2f} GiB at "
+        f"gpu_memory_utilization {ctx.utilization}: "
         + (
             f"one request of {acc.max_model_len:,} tokens fits at gpu_memory_utilization {util}"
             if util is not None

@@ -22,7 +22,11 @@ from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
 from headroom.doctor.rules_kv_pin import pinned_kv_start_failed
 from headroom.doctor.rules_lengths import mamba_align_block_above_batch
 from headroom.doctor.rules_no_cache import no_cache_memory
-from headroom.doctor.v0_profile import chunked_closes, chunked_prefill_action
+from headroom.doctor.v0_profile import (
+    chunked_closes,
+    chunked_closes_gib,
+    chunked_prefill_action,
+)
 from headroom.doctor.versions import cudagraph_in_budget, effective_version
 
 
@@ -145,7 +149,9 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
         chunked = None if cpu_space else chunked_prefill_action(ctx, why_budget)
         if chunked is not None:
             held = int(nums.get("kv_tokens") or 0)
-            closes, line = chunked_closes(ctx, held, max_len)
+            closes, line = (
+                chunked_closes(ctx, held, max_len) if held else chunked_closes_gib(ctx, gap)
+            )
             evidence.extend([line] if line else [])
             acts.insert(0 if closes and verdict != "closes" else len(acts), chunked)
         acts.append(A.fp8_kv(ctx, "halves the KV bytes per token, so twice the tokens fit"))

@@ -30,6 +30,7 @@ from headroom.doctor.memory_model import account
 from headroom.doctor.model_bytes import GIB
 from headroom.doctor.model_family import model_family
 from headroom.doctor.versions import (
+    batch_defaults,
     effective_version,
     format_version,
     has_chunked_prefill,
@@ -53,25 +54,34 @@ COST = (
 )
 
 
-def chunk_tokens(version: tuple[int, int, int]) -> int:
-    """max_num_batched_tokens V0 defaults to with chunked prefill on (config.py: 512 in
-    0.4.0-0.6.x, 2048 from 0.7.0)."""
-    return 2048 if version >= (0, 7, 0) else 512
+def chunk_tokens(ctx, version: tuple[int, int, int]) -> int:
+    """max_num_batched_tokens with chunked prefill on: V0's chunk (config.py: 512 in
+    0.4.0-0.6.x, 2048 from 0.7.0); V1's default for the GPU (versions.batch_defaults; 2048
+    when the GPU is not known)."""
+    if not is_v1(version):
+        return 2048 if version >= (0, 7, 0) else 512
+    gpu = ctx.gpu
+    if gpu is None:
+        return 2048
+    return batch_defaults(version, gpu.min_usable_gib, gpu.name, _length(ctx) or 2048)[0]
 
 
 def whole_prompt_tokens(ctx, version_text: str | None = None) -> int | None:
-    """The tokens V0's profile ran at once when that was one whole prompt (max(max_model_len,
-    2048)): a V0 release (the given one, else ctx's), no --max-num-batched-tokens, chunked
-    prefill neither given nor on by default. None otherwise."""
+    """The tokens the start-up profile ran at once when that was one whole prompt: V0
+    without chunked prefill (max(max_model_len, 2048)), or chunked prefill turned off where
+    the release honours it (V1 0.12+: max(max_model_len, the default); the newest rules when
+    the release is not known), no --max-num-batched-tokens. None otherwise."""
+    chunked = ctx.knobs.chunked_prefill
     version = parse_version(version_text or ctx.version)
-    if version is None or is_v1(version):
-        return None
+    if version is None and chunked is False:
+        version = effective_version(None)
     length = _length(ctx)
-    if not length or _chunked_on(ctx):
+    if version is None or not length:
         return None
-    if not profile_follows_length(version, length, ctx.knobs.max_num_batched_tokens is not None):
+    batched_set = ctx.knobs.max_num_batched_tokens is not None
+    if not profile_follows_length(version, length, batched_set, chunked):
         return None
-    return max(length, 2048)
+    return max(length, chunk_tokens(ctx, version) if is_v1(version) else 2048)
 
 
 def _length(ctx) -> int | None:
@@ -87,28 +97,26 @@ def _length(ctx) -> int | None:
     )
 
 
-def _chunked_on(ctx) -> bool:
-    """--enable-chunked-prefill given on (a bare flag or a true value; --no-... is off)."""
-    value = ctx.arg("enable_chunked_prefill")
-    return value is not None and str(value).lower() in {"true", "1", "yes", ""}
-
-
 def chunked_prefill_action(ctx, why: str, version_text: str | None = None) -> Action | None:
-    """--enable-chunked-prefill for a V0 whole-prompt profile (0.4.0+), unless the command
-    uses a feature V0 did not chunk with."""
-    version = parse_version(version_text or ctx.version)
+    """--enable-chunked-prefill for a whole-prompt profile: V0 0.4.0+ (unless the command
+    uses a feature V0 did not chunk with, or the model is one V0 kept off it), or V1 with
+    chunked prefill turned off (vLLM's own default there)."""
     tokens = whole_prompt_tokens(ctx, version_text)
-    if version is None or tokens is None or not has_chunked_prefill(version):
+    version = parse_version(version_text or ctx.version) or effective_version(None)
+    if tokens is None or not has_chunked_prefill(version):
         return None
-    if any(ctx.arg(flag) for flag in _EXCLUSIVE) or _not_chunked_in_v0(ctx):
+    v1 = is_v1(version)
+    if not v1 and (any(ctx.arg(flag) for flag in _EXCLUSIVE) or _not_chunked_in_v0(ctx)):
         return None
-    chunk = chunk_tokens(version)
+    chunk = chunk_tokens(ctx, version)
+    how = "with chunked prefill turned off " if v1 else ""
     return Action(
         "enable_chunked_prefill",
         "set",
         True,
-        f"{why}: V0 {format_version(version)} profiles one whole {tokens:,}-token prompt; "
-        f"chunked prefill profiles {chunk:,} tokens and keeps max_model_len",
+        f"{why}: {'V1' if v1 else 'V0'} {format_version(version)} {how}profiles one whole "
+        f"{tokens:,}-token prompt; chunked prefill profiles {chunk:,} tokens and keeps "
+        "max_model_len",
         COST,
     )
 
@@ -128,20 +136,17 @@ def chunked_gain_gib(ctx, version_text: str | None = None) -> float | None:
     """KV GiB per GPU chunked prefill gives back: the memory model's activation peak at the
     whole prompt less at one chunk (the same account otherwise). None without model and GPU
     or where the profile is not one whole prompt."""
-    version = parse_version(version_text or ctx.version)
-    if whole_prompt_tokens(ctx, version_text) is None or version is None:
-        return None
-    if ctx.model is None or ctx.gpu is None:
+    tokens = whole_prompt_tokens(ctx, version_text)
+    version = parse_version(version_text or ctx.version) or effective_version(None)
+    if tokens is None or ctx.model is None or ctx.gpu is None:
         return None
     rules = format_version(version)
     try:
-        whole = account(ctx.model, ctx.gpu, ctx.knobs, rules)
-        chunked = account(
-            ctx.model,
-            ctx.gpu,
-            replace(ctx.knobs, max_num_batched_tokens=chunk_tokens(version)),
-            rules,
+        whole = account(
+            ctx.model, ctx.gpu, replace(ctx.knobs, max_num_batched_tokens=tokens), rules
         )
+        chunked = account(ctx.model, ctx.gpu, replace(ctx.knobs, chunked_prefill=True,
+                                                      max_num_batched_tokens=None), rules)  # fmt: skip
     except (ArithmeticError, AttributeError, TypeError, ValueError):
         return None
     return max(whole.activation_gib - chunked.activation_gib, 0.0)
@@ -171,6 +176,34 @@ def chunked_closes(
     return closes, line
 
 
+def chunked_closes_gib(ctx, gap_gib: float | None) -> tuple[bool, str | None]:
+    """The same for a refusal in GiB (V1: "X GiB KV cache is needed, which is larger than the
+    available KV cache memory (Y GiB)"): does what chunked prefill gives back cover X - Y?"""
+    if not gap_gib or gap_gib <= 0:
+        return False, None
+    gain = _log_activation_gain(ctx)
+    source = "the log's activation peak"
+    if gain is None:
+        gain, source = chunked_gain_gib(ctx), "estimate"
+    if gain is None:
+        return False, None
+    closes = gain >= gap_gib
+    line = (
+        f"chunked prefill gives back about {gain:.2f} GiB of the profile's activation "
+        f"({source}), {'more' if closes else 'less'} than the {gap_gib:.2f} GiB short"
+    )
+    return closes, line
+
+
+def _log_activation_gain(ctx, version_text: str | None = None) -> float | None:
+    tokens = whole_prompt_tokens(ctx, version_text)
+    version = parse_version(version_text or ctx.version) or effective_version(None)
+    activation = activation_from_log(ctx.events, getattr(ctx.facts, "ledger", None))
+    if tokens is None or activation is None:
+        return None
+    return activation * (1.0 - chunk_tokens(ctx, version) / tokens) * (1.0 - _FIXED_SHARE)
+
+
 # The part of the profile's peak that does not scale with its tokens (the sampler's logits
 # for max_num_seqs sequences, a few hundred MiB at most): a tenth of the peak is kept for it.
 _FIXED_SHARE = 0.1
@@ -180,16 +213,13 @@ def _gain_from_log(ctx, kv_tokens: int, version_text: str | None):
     """(GiB back, KV bytes per token, block, null block, source) from the log's numbers: the
     activation of a whole-prompt profile scales with its tokens, so a chunk of c keeps about
     c / tokens of it."""
-    tokens = whole_prompt_tokens(ctx, version_text)
-    version = parse_version(version_text or ctx.version)
+    version = parse_version(version_text or ctx.version) or effective_version(None)
     ledger = getattr(ctx.facts, "ledger", None)
-    activation = activation_from_log(ctx.events, ledger)
+    gain = _log_activation_gain(ctx, version_text)
     kv_gib = getattr(ledger, "kv_gib", None)
-    if tokens is None or version is None or activation is None or not kv_gib or kv_gib <= 0:
+    if gain is None or not kv_gib or kv_gib <= 0:
         return None
     block = getattr(ledger, "block_size", None) or max(ctx.knobs.block_size, 1)
-    share = 1.0 - chunk_tokens(version) / tokens
-    gain = activation * share * (1.0 - _FIXED_SHARE)
     per_token = kv_gib * GIB / kv_tokens
     return gain, per_token, block, has_null_block(version), "the log's activation peak"
 

@@ -105,6 +105,12 @@ RELEASE_TABLE: tuple[tuple[str, str, str], ...] = (
      "0.10.2 vllm/config/cache.py CacheConfig.kv_cache_memory_bytes, gpu_worker.py; "
      "vllm/engine/arg_utils.py _set_default_args_v1, vllm/config/__init__.py "
      "VllmConfig (max_graph_size)"),
+    ("0.12.0", "V1 honours --no-enable-chunked-prefill for generative models (a warning: 'This "
+     "model does not officially support disabling chunked prefill'), and then "
+     "max_num_batched_tokens = max(max_model_len, the default): the profile is one whole "
+     "prompt again, as in V0. 0.11.0 turned chunked prefill on for every generative model.",
+     "0.11.0 vs 0.12.0 (and 0.16.0, 0.20.0, 0.33.0) vllm/engine/arg_utils.py "
+     "_set_default_args / max_num_batched_tokens defaults"),
     ("0.20.0", "Default gpu_memory_utilization 0.92 (was 0.9), and CUDA graph memory is "
      "estimated during profiling and taken out of the budget "
      "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1; 0 in 0.19.0, although the "
@@ -185,12 +191,44 @@ def has_chunked_prefill(version: tuple[int, int, int]) -> bool:
     return version >= (0, 4, 0)
 
 
+def honours_chunked_off(version: tuple[int, int, int]) -> bool:
+    """Whether --no-enable-chunked-prefill turns chunked prefill off: always in V0 (0.4.0+);
+    in V1 from 0.12.0 (RELEASE_TABLE 0.12.0 row), before it V1 turned it on for every
+    generative model."""
+    return not is_v1(version) or version >= (0, 12, 0)
+
+
+def chunked_batch_default(
+    version: tuple[int, int, int], default_tokens: int, max_model_len: int, chunked: bool | None
+) -> int:
+    """max_num_batched_tokens when the user set chunked prefill but not the batch: with it
+    on, V0's chunk (512; 2048 from 0.7.0); with it off (where the release honours that), one
+    whole prompt, max(max_model_len, the default). `chunked` None: the release's default."""
+    if chunked is None:
+        return default_tokens
+    if chunked:
+        if is_v1(version) or not has_chunked_prefill(version):
+            return default_tokens
+        return 2048 if version >= (0, 7, 0) else 512
+    if not honours_chunked_off(version):
+        return default_tokens
+    return max(max_model_len, 2048 if not is_v1(version) else default_tokens)
+
+
 def profile_follows_length(
-    version: tuple[int, int, int], max_model_len: int, batched_set: bool = False
+    version: tuple[int, int, int],
+    max_model_len: int,
+    batched_set: bool = False,
+    chunked: bool | None = None,
 ) -> bool:
-    """V0 without chunked prefill (and no max_num_batched_tokens given) profiles one
-    max(max_model_len, 2048)-token prefill: the activation peak grows with max_model_len."""
-    return not batched_set and not chunked_by_default(version, max_model_len)
+    """Whether the start-up profile is one whole max_model_len prompt, its activation peak
+    growing with max_model_len: V0 without chunked prefill, or chunked prefill turned off
+    where the release honours it (V1 0.12+), and no max_num_batched_tokens given."""
+    if batched_set:
+        return False
+    if chunked is None:
+        return not chunked_by_default(version, max_model_len)
+    return not chunked and honours_chunked_off(version)
 
 
 def has_null_block(version: tuple[int, int, int]) -> bool:

@@ -236,3 +236,52 @@ def test_releases_that_deduct_others_memory_say_so_and_raise():
     assert "not this model's" in note
     new = _top(line, argv, "1xL40S", "0.9.1")
     assert not any("deducts every process's memory" in e for e in new.evidence)
+
+
+def _v1_refusal(max_len: int, needed: float, available: float) -> str:
+    """vllm/v1/core/kv_cache_planning.py (0.33.0), cut before the estimate as threads paste it."""
+    return (
+        f"ValueError: To serve at least one request with the model's max seq len ({max_len}), "
+        f"({needed:.2f} GiB KV cache is needed, which is larger than the available KV cache "
+        f"memory ({available:.2f} GiB)."
+    )
+
+
+def test_v1_with_chunked_prefill_turned_off_profiles_a_whole_prompt_from_0_12():
+    """0.12.0+ arg_utils.py honours --no-enable-chunked-prefill and sets
+    max_num_batched_tokens = max(max_model_len, default); 0.11.0 turned it back on."""
+    model, gpu = find_model("meta-llama/Llama-3.1-8B-Instruct"), parse_gpu_spec("1xL4")
+    off = Knobs(max_model_len=32768, chunked_prefill=False)
+    assert account(model, gpu, off, "0.33.0").batched_tokens == 32768
+    assert account(model, gpu, off, "0.11.0").batched_tokens == 2048
+    assert account(model, gpu, replace(off, chunked_prefill=None), "0.33.0").batched_tokens == 2048
+    # V0 with the flag on: its own chunk
+    on = Knobs(max_model_len=8192, chunked_prefill=True)
+    assert account(model, gpu, on, "0.6.3").batched_tokens == 512
+
+
+def test_chunked_prefill_given_back_leads_a_v1_refusal_it_closes():
+    """Llama-3.1-8B, 32k, chunked prefill off on an L4 (0.33.0): 2.5 GiB short, 0.95 adds
+    about 0.7 GiB; the whole-prompt profile holds more than the gap: chunked prefill first."""
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "32768",
+            "--no-enable-chunked-prefill"]  # fmt: skip
+    top = _top(_v1_refusal(32768, 4.0, 1.5), argv, "1xL4", "0.33.0")
+    assert _turns(top)[0] == ("enable_chunked_prefill", "set")
+    assert any("more than the 2.50 GiB short" in line for line in top.evidence)
+    # not where the release turned it on anyway, nor without the flag
+    old = _top(_v1_refusal(32768, 4.0, 1.5), argv, "1xL4", "0.11.0")
+    assert ("enable_chunked_prefill", "set") not in _turns(old)
+    plain = _top(_v1_refusal(32768, 4.0, 1.5), argv[:-1], "1xL4", "0.33.0")
+    assert ("enable_chunked_prefill", "set") not in _turns(plain)
+
+
+def test_no_kv_with_chunked_prefill_off_gives_it_back_before_cutting_the_context():
+    """No KV at all, V1 0.33.0 with chunked prefill off: fewer batched tokens would be
+    refused (below max_model_len), so it is not offered; chunked prefill is."""
+    argv = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "32768",
+            "--no-enable-chunked-prefill", "--gpu-memory-utilization", "0.8"]  # fmt: skip
+    top = _top(NO_BLOCKS, argv, "1xL4", "0.33.0")
+    turns = _turns(top)
+    assert ("enable_chunked_prefill", "set") in turns
+    assert ("max_num_batched_tokens", "lower") not in turns
+    assert ("gpu_memory_utilization", "lower") not in turns
