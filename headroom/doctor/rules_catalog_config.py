@@ -19,6 +19,8 @@ a --gpu-memory-utilization above 1, and two features a release cannot run togeth
   tokens).
 - A quantization method the release does not know, a model layout it cannot run: upgrade, no
   knob (the method's name may also be misspelt: the message lists the ones it knows).
+- A LoRA adapter above --max-lora-rank, or a rank the release's kernels lack: the smallest
+  rank the release allows at or above the adapter's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import math
 
 from headroom.doctor.findings import Action, Finding
+from headroom.doctor.versions import parse_version
 
 _DEFAULT_UTILIZATION = 0.9  # vLLM's default from 0.1 to 0.11
 
@@ -209,6 +212,63 @@ def spec_decode_batch_too_small(ctx) -> list[Finding]:
     return [Finding("spec-decode-batch-too-small", 4, "error", title, tuple(evidence), acts)]
 
 
+# --max-lora-rank's allowed values (LoRAConfig: possible_max_ranks, 0.14+ a Literal), by the
+# first release read that has them: (release, ranks).
+_LORA_RANKS: tuple[tuple[tuple[int, int, int], tuple[int, ...]], ...] = (
+    ((0, 3, 3), (8, 16, 32, 64)),
+    ((0, 5, 5), (8, 16, 32, 64, 128, 256)),
+    ((0, 8, 5), (8, 16, 32, 64, 128, 256, 320, 512)),
+    ((0, 14, 1), (1, 8, 16, 32, 64, 128, 256, 320, 512)),
+)
+
+
+def _lora_ranks(ctx, allowed: str | None) -> tuple[int, ...]:
+    if allowed:
+        found = tuple(int(x) for x in allowed.replace(" ", "").split(",") if x.isdigit())
+        if found:
+            return found
+    release = parse_version(ctx.version) if ctx.version else None
+    ranks: tuple[int, ...] = _LORA_RANKS[-1][1]
+    if release is not None:
+        for since, values in _LORA_RANKS:
+            if release >= since:
+                ranks = values
+    return ranks
+
+
+def lora_rank_unsupported(ctx) -> list[Finding]:
+    """An adapter of rank r above --max-lora-rank (default 16), or a --max-lora-rank the
+    release's kernels do not have: the smallest allowed rank at or above r. Above the largest
+    the release allows, a newer release allows more."""
+    events = ctx.of("lora_rank_unsupported")
+    if not events:
+        return []
+    event = events[0]
+    wanted = _int(event.fields, "rank") or _int(event.fields, "max_lora_rank")
+    ranks = _lora_ranks(ctx, event.fields.get("allowed"))
+    value = next((r for r in sorted(ranks) if wanted is not None and r >= wanted), None)
+    evidence = [event.line.strip()[:400]]
+    if wanted is not None and value is None:
+        evidence.append(
+            f"this release allows max_lora_rank up to {max(ranks)}: a rank-{wanted} adapter needs "
+            "a newer release (0.8+ allows 512)"
+        )
+    act = Action(
+        "max_lora_rank",
+        "raise" if event.signature == "lora_rank_above_max" else "set",
+        value,
+        "the LoRA buffers are sized for max_lora_rank: an adapter of a larger rank does not load"
+        + (f" (allowed: {', '.join(map(str, ranks))})" if ranks else ""),
+        "more GPU memory for the LoRA buffers (rank x max_loras x layers)",
+    )
+    title = (
+        f"The LoRA adapter's rank {wanted} is above --max-lora-rank"
+        if event.signature == "lora_rank_above_max"
+        else f"--max-lora-rank {wanted} is not a rank this release supports"
+    )
+    return [Finding("lora-rank-unsupported", None, "error", title, tuple(evidence), (act,))]
+
+
 def quantization_unknown(ctx) -> list[Finding]:
     events = ctx.of("quantization_unknown")
     if not events:
@@ -248,4 +308,5 @@ RULES = (
     spec_decode_batch_too_small,
     quantization_unknown,
     release_lacks_feature,
+    lora_rank_unsupported,
 )

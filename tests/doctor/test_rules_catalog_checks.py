@@ -143,3 +143,30 @@ def test_the_v0_long_context_warning_gives_the_derived_length():
     facts = digest_text(log).facts()
     assert facts.max_model_len == 131072
     assert [w.kind for w in facts.warnings] == ["long_context_warning"]
+
+
+# --- LoRA ranks ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("version", "value"), [(None, 32), ("0.4.3", 32), ("0.11.0", 32)])
+def test_an_adapter_above_max_lora_rank_raises_it_to_its_rank(version, value):
+    """modelscope/ms-swift#4221: a rank-32 adapter, --max-lora-rank 16 (the default)."""
+    inputs = DoctorInputs(
+        log=digest_text(BY_ID["lora_rank_above_max"].examples[0]), vllm_version=version
+    )
+    top = diagnose(inputs).findings[0]
+    assert top.id == "lora-rank-unsupported"
+    assert _turn(top) == ("max_lora_rank", "raise", value)
+
+
+def test_a_rank_the_release_lacks_is_the_next_allowed_one():
+    top = _top(BY_ID["max_lora_rank_not_allowed"].examples[0])  # 48 of (8, ..., 320, 512)
+    assert _turn(top) == ("max_lora_rank", "set", 64)
+
+
+def test_a_rank_above_what_an_old_release_allows_says_upgrade():
+    log = "ValueError: LoRA rank 128 is greater than max_lora_rank 64."
+    inputs = DoctorInputs(log=digest_text(log), vllm_version="0.4.3")  # ranks up to 64
+    top = diagnose(inputs).findings[0]
+    assert top.id == "lora-rank-unsupported" and _turn(top)[2] is None
+    assert "newer release" in " ".join(top.evidence)

@@ -131,6 +131,22 @@ ENTRIES: tuple[S, ...] = (
       probe=("Capture size larger than 992 is not supported for ",),
       feeds=NOT_CONFIG + ": a release whose default capture sizes fit FA3 (vllm#25508)",
       examples=("ValueError: Capture size larger than 992 is not supported for full cuda graph.",)),
+    # --- LoRA adapters above the rank the engine was started for --------------------------------
+    # vllm/lora/worker_manager.py (0.3.3-0.6.6), lora/peft_helper.py (0.7.3+): an adapter whose
+    # rank exceeds --max-lora-rank (default 16); modelscope/ms-swift#4221 (rank 32, answered
+    # with max_lora_rank 32).
+    S("lora_rank_above_max", "lora_rank_unsupported", "error", ("is greater than max_lora_rank",),
+      r"LoRA rank (?P<rank>\d+) is greater than max_lora_rank (?P<max_lora_rank>\d+)", origin="raise",
+      probe=("is greater than max_lora_rank",), fields=("rank", "max_lora_rank"),
+      feeds="lora-rank-unsupported: raise --max-lora-rank to the adapter's rank (a value the release allows)",
+      examples=("ValueError: LoRA rank 32 is greater than max_lora_rank 16.",)),
+    # vllm/config (0.3.3-0.11.0): --max-lora-rank must be one of the release's kernel sizes
+    # ((8, 16, 32, 64) in 0.3.3, up to 256 in 0.7.3, 320 and 512 added by 0.10).
+    S("max_lora_rank_not_allowed", "lora_rank_unsupported", "error", ("max_lora_rank (",),
+      r"max_lora_rank \((?P<max_lora_rank>\d+)\) must be one of \((?P<allowed>[\d, ]+)\)", origin="raise",
+      probe=("max_lora_rank ({self.max_lora_rank}) must be one of ",), fields=("max_lora_rank", "allowed"),
+      feeds="lora-rank-unsupported: the smallest allowed --max-lora-rank at or above the one given",
+      examples=("ValueError: max_lora_rank (48) must be one of (8, 16, 32, 64, 128, 256, 320, 512).",)),
     # --- a model layout a release cannot run ----------------------------------------------------
     # vllm/model_executor/models/qwen2.py (0.4.3+; an assert from 0.14): a sliding window on
     # only some layers; vllm#17306, fixed in the engine by PR #17772.
