@@ -30,6 +30,7 @@ from headroom.doctor import (
     rules_upgrade,
     rules_words,
     rules_words_fix,
+    rules_words_output,
     rules_words_usage,
 )
 from headroom.doctor.context import Context
@@ -96,6 +97,7 @@ def all_rules():
         + rules_words.RULES
         + rules_words_fix.RULES
         + rules_words_usage.RULES
+        + rules_words_output.RULES
     )
 
 

@@ -27,6 +27,13 @@ from dataclasses import dataclass, replace
 
 from headroom.probes.symptom_fixes import StatedFix, graph_capture_failed, stated_fixes
 from headroom.probes.symptom_fixes import length_blamed as blames_length
+from headroom.probes.symptom_output import (
+    empty_output,
+    fp16_unstable_name,
+    nan_output,
+    structured_backend_named,
+    structured_output_slow,
+)
 from headroom.probes.symptom_setup import GPU_NAME, gpu_memory_gib, gpu_names, model_names
 from headroom.probes.symptom_usage import memory_taken as says_memory_taken
 from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
@@ -176,6 +183,13 @@ class WordFacts:
     length_blamed: bool = False  # the context length named as the cause
     graph_capture_failed: bool = False  # CUDA-graph capture said to fail
     memory_taken: bool = False  # vLLM said to take too much GPU memory (probes.symptom_usage)
+    # the output said to be NaN / "!!!!" (strong) or empty / garbled (weak), and whether the
+    # words name a family vLLM keeps out of float16 (probes.symptom_output)
+    nan_output: bool = False
+    empty_output: bool = False
+    fp16_unstable: bool = False
+    structured_slow: bool = False  # structured (guided) output said to be slow
+    structured_backend: str | None = None  # the one guided-decoding backend the words name
     text: str = ""  # the words read (first line that had any of the above)
     # The setup named (probes.symptom_setup), from any line of the words: candidate model
     # names, GPU names as written, one GPU's memory in GB.
@@ -214,6 +228,9 @@ class WordFacts:
             or self.length_blamed
             or self.graph_capture_failed
             or self.memory_taken
+            or self.nan_output
+            or self.empty_output
+            or self.structured_slow
         )
 
     @property
@@ -311,6 +328,11 @@ def facts_of_text(text: object) -> WordFacts:
             length_blamed=blames_length(words),
             graph_capture_failed=graph_capture_failed(words),
             memory_taken=says_memory_taken(words),
+            nan_output=nan_output(words),
+            empty_output=empty_output(words),
+            fp16_unstable=fp16_unstable_name(words),
+            structured_slow=structured_output_slow(words),
+            structured_backend=structured_backend_named(words),
             text=words.strip(),
             model_names=model_names(words),
             gpu_names=gpu_names(words),
