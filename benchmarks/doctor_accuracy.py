@@ -5,7 +5,8 @@
 Each incident in tests/fixtures/incidents/ (one JSON file each, see SOURCES.md there) is run
 the way a new user would run it: its error text, verbatim from the thread, written to a file
 and given as `--log`; the thread's command line after `--`; `--gpus`/`--nodes` when the
-thread says which GPUs; `--model-config` when the incident carries a config. The doctor runs
+thread says which GPUs; `--vllm-version` when the thread says which release (as a user knows
+their own, and as vLLM's bug template asks); `--model-config` when the incident carries a config. The doctor runs
 in this process through `headroom.cli.main(["doctor", ...])`, the same path as the console
 script, so 150 incidents take seconds rather than 150 interpreter starts. The Hub is off and its
 cache empty while it scores (HF_HUB_OFFLINE), so every machine gets the same figures.
@@ -76,6 +77,8 @@ def doctor_argv(incident: dict, log_path: Path) -> list[str]:
         argv += ["--gpus", incident["gpus"]]
     if incident.get("nodes"):
         argv += ["--nodes", str(incident["nodes"])]
+    if incident.get("vllm_version"):
+        argv += ["--vllm-version", str(incident["vllm_version"])]
     if incident.get("model_config"):
         config = log_path.with_name("config.json")
         config.write_text(json.dumps(incident["model_config"]))
