@@ -88,7 +88,14 @@ def summary(acc: MemoryAccount, wanted: int | None = None) -> str:
 
 
 def fix_actions(
-    ctx, why: str, *, want_tokens: int | None = None, allow=None, step=None, margin=False
+    ctx,
+    why: str,
+    *,
+    want_tokens: int | None = None,
+    allow=None,
+    step=None,
+    margin=False,
+    tp_divides: tuple[int, ...] = (),
 ):
     """(actions, evidence) for the best feasible candidate: one action per knob it changes,
     in the mitigation order, each carrying the knobs it cannot go without (`also`); or, when
@@ -100,7 +107,7 @@ def fix_actions(
         return [], []
     base = ctx.knobs
     best = best_fix(model, gpu, base, ctx.version, nodes=ctx.nodes, want_tokens=want_tokens,
-                    allow=allow)  # fmt: skip
+                    allow=allow, tp_divides=tp_divides)  # fmt: skip
     if best is None:
         options = what_would_fit(model, gpu, base, ctx.version, want_tokens=want_tokens)
         evidence = [f"no configuration of these {gpu.count} GPU(s) passes every step"]

@@ -204,14 +204,21 @@ def search(
     want_tokens: int | None = None,
     allow: frozenset[str] | None = None,
     min_len: int = 16,
+    tp_divides: tuple[int, ...] = (),
 ) -> list[Candidate]:
     """Every candidate over the allowed knobs that passes every step, best first.
 
     `want_tokens`: KV tokens the fix must hold (default one request of max_model_len).
     `allow`: the knobs that may change (default all of TIER). max_model_len may be cut, to
     no less than `min_len`, only when allowed; the utilization is raised to just what the
-    wanted tokens need (never above 0.95), or left alone."""
+    wanted tokens need (never above 0.95), or left alone. `tp_divides`: sizes vLLM also
+    splits by TP that the model's heads do not say (a vision encoder's heads, a quantized
+    matrix's groups): a TP must divide each."""
     allow = frozenset(TIER) if allow is None else allow
+
+    def tp_ok(t: int) -> bool:
+        return heads_valid(model, t) and all(n % t == 0 for n in tp_divides)
+
     per_node = per_node or gpu.count
     ver = effective_version(version)
     util0 = base.gpu_memory_utilization or default_utilization(ver)
@@ -219,7 +226,7 @@ def search(
     base = replace(base, max_model_len=max_len0)
     tps = [base.tp]
     if "tensor_parallel_size" in allow:
-        tps = [t for t in range(1, per_node + 1) if heads_valid(model, t)] or [base.tp]
+        tps = [t for t in range(1, per_node + 1) if tp_ok(t)] or [base.tp]
     pps = [base.pp]
     if "pipeline_parallel_size" in allow:
         limit = min(per_node * max(nodes, 1), model.num_layers)
@@ -245,7 +252,7 @@ def search(
                 pp > 1
                 and tp * pp <= per_node
                 and "tensor_parallel_size" in allow
-                and heads_valid(model, tp * pp)
+                and tp_ok(tp * pp)
             ):
                 continue  # PP inside one node only where TP cannot take the GPUs instead
             for kv in kv_dtypes:

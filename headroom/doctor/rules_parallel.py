@@ -12,6 +12,7 @@ from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import account, heads_valid
+from headroom.doctor.rules_parallel_split import divide_finding
 
 
 def heads_not_divisible(ctx) -> list[Finding]:
@@ -21,10 +22,9 @@ def heads_not_divisible(ctx) -> list[Finding]:
         found = event.fields  # heads_not_divisible: heads, tp (the KV-heads event has none)
         nums = (found["heads"], found["tp"]) if "heads" in found and "tp" in found else None
         if nums is None and found.get("numerator") and found.get("denominator"):
-            # vLLM's divide() assertion (vllm/distributed/utils.py): "12 is not divisible by
-            # 8", a head count over the TP size; the command line's TP wins when it names one.
-            tp_given = ctx.knobs.tp if ctx.knobs.tp > 1 else int(found["denominator"])
-            nums = (int(found["numerator"]), tp_given)
+            # vLLM's divide() assertion (vllm/distributed/utils.py): a size split after the
+            # heads check passed (KV heads, a vision encoder's heads, a layer's width).
+            return divide_finding(ctx, event)
         evidence = [event.line.strip()]
     elif ctx.model is not None and not heads_valid(ctx.model, ctx.knobs.tp):
         # No log yet: the command line alone would be refused at start-up (a check before
