@@ -2,8 +2,9 @@
 
 Read in this order, the first that answers wins: the model config's architecture (vLLM's own
 registry, multimodal_models.py) or its vision_config / is_encoder_decoder keys; the model's
-name (command line, the log's "non-default args", a name written in the text); a traceback
-frame in vLLM's model code (vllm/model_executor/models/<module>.py). These models size their
+name (command line, the log's "non-default args", a name written in the text); an engine arg
+vLLM takes only for a multimodal model (--limit-mm-per-prompt, --mm-processor-kwargs); a
+traceback frame in vLLM's model code (vllm/model_executor/models/<module>.py). These models size their
 start-up profile by max_num_seqs (encoder inputs per dummy sequence, the encoder budget).
 """
 
@@ -105,11 +106,34 @@ def model_family(ctx) -> ModelFamily | None:
         found = _of_name(str(name), f"the model name {name}")
         if found is not None:
             return found
+    flagged = _of_multimodal_flags(ctx)
+    if flagged is not None:
+        return flagged
     profiled = _of_encoder_profile(ctx)
     if profiled is not None:
         return profiled
     lines = ctx.raw_lines[:5000]
     return _of_frames(lines) or _of_text(lines)
+
+
+# Engine args vLLM accepts only for a multimodal model: "`limit_mm_per_prompt` is only
+# supported for multimodal models." (0.6.3 config.py _init_multimodal_config; 0.9.2 also
+# "`mm_processor_kwargs` is only supported for multimodal models."). A command line that sets
+# one names a multimodal model, whatever its name says ("model/AgentCPM-GUI").
+_MULTIMODAL_ONLY_ARGS = ("limit_mm_per_prompt", "mm_processor_kwargs")
+
+
+def _of_multimodal_flags(ctx) -> ModelFamily | None:
+    arg = getattr(ctx, "arg", None)
+    if not callable(arg):
+        return None
+    for name in _MULTIMODAL_ONLY_ARGS:
+        if arg(name):
+            flag = "--" + name.replace("_", "-")
+            return ModelFamily(True, False, flag,
+                               f"the command line sets {flag}, which vLLM takes only for a "
+                               "multimodal model")  # fmt: skip
+    return None
 
 
 def _of_encoder_profile(ctx) -> ModelFamily | None:
