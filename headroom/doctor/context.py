@@ -107,7 +107,13 @@ class Context:
         if log is None:
             return []
         if isinstance(log, str):
-            lines = log.splitlines()
+            # the digest's lines are the log's, normalised (colour codes, other tools'
+            # prefixes, entities: probes/vllm_log_normalize), and all of them for a paste
+            kept = getattr(self.digest, "lines", None)
+            if kept is not None and len(kept) == getattr(self.digest, "line_count", -1):
+                lines = list(kept)
+            else:
+                lines = log.splitlines()
         else:
             found = getattr(log, "lines", None)
             lines = [str(x) for x in found] if found else [e.line for e in self.events]

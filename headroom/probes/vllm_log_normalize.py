@@ -4,7 +4,8 @@ vLLM prints each message on one line behind its own prefix; the logs people past
 through other hands: colour codes (with or without their escape byte, "[36m(main_task
 pid=1)" when a terminal copy dropped the ESC), Windows line ends and tqdm's carriage returns,
 the prefix of the tool that collected the line (`docker compose`'s "vllm-1  | ", `docker logs
--t`'s and CI runners' ISO timestamps, Ray's "[2026-03-25 05:44:29,435 W 39 39]", journald's
+-t`'s and CI runners' ISO timestamps, Ray's "[2026-03-25 05:44:29,435 W 39 39]", glog's
+"I0510 12:34:56.123456 1234 file.cc:12] ", journald's
 "May 10 12:34:56 host vllm[12]: ", `kubectl logs --prefix`'s "[pod/x/y] "), a Markdown quote
 ("> "), HTML entities of a page copied as text ("&gt;", "&#39;"), typographic quotes and
 no-break spaces of a rich-text editor, and pydantic's wrapper around a text vLLM raised in a
@@ -33,15 +34,17 @@ _FOREIGN_PREFIX = re.compile(
     r"|\[pod/[^\]\s]{1,200}\] "  # kubectl logs --prefix
     # ISO timestamps (docker logs -t, GitHub Actions, Buildkite, python logging), bracketed or
     # not; Ray's own "[2026-03-25 05:44:29,435 W 39 39] " adds a level and two ids.
-    r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?"
     r"(?: [A-Z] \d+ \d+)?\]? ?[:|]? ?"
+    # glog (Ray's and PyTorch's C++ logs): "I0510 12:34:56.123456  1234 file.cc:12] "
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9} +\d+ [\w.-]{1,80}:\d+\] "
     # journald / syslog: "May 10 12:34:56 host vllm[1234]: "
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,64} [\w.@/-]{1,64}(?:\[\d{1,10}\])?: "
     # docker compose: "vllm-1  | ", "vllm_openai_1    | " (a service name, then a bar)
     r"|[A-Za-z0-9][\w.-]{0,63} *\| ?"
     r")"
 )
-_FIRST_CHARS = ">[0123456789ADFJMNOS"  # what a prefix above starts with, bar compose
+_FIRST_CHARS = ">[0123456789ADEFIJMNOSW"  # what a prefix above starts with, bar compose
 
 _ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|nbsp|#39|#x27|#34|#x22|#96|#x60|#124);")
 _ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&apos;": "'",
@@ -80,16 +83,25 @@ def normalize_line(line: str) -> str:
         line = _ORPHAN_SGR.sub("", line)  # a colour code is always closed by a reset
     if "&" in line and ";" in line:
         line = _ENTITY.sub(lambda m: _ENTITIES[m.group(0)], line)
-    if line[:1] in _FIRST_CHARS or line.find("|", 0, 72) >= 0:
+    if _may_have_prefix(line):
         line = _strip_foreign_prefixes(line)
     if "[type=" in line:
         line = _PYDANTIC_TAIL.sub("", line)
     return line
 
 
+def _may_have_prefix(line: str) -> bool:
+    """A cheap test before the regex: a first character a foreign prefix starts with (glog's
+    level letter only before a digit, so vLLM's own "INFO 05-09 ..." costs no regex)."""
+    first = line[:1]
+    if first in _FIRST_CHARS and first and (first not in "IWE" or line[1:2].isdigit()):
+        return True
+    return line.find("|", 0, 72) >= 0
+
+
 def _strip_foreign_prefixes(line: str) -> str:
     for _ in range(_MAX_PREFIXES):
-        if not line or (line[0] not in _FIRST_CHARS and line.find("|", 0, 72) < 0):
+        if not _may_have_prefix(line):
             return line
         found = _FOREIGN_PREFIX.match(line)
         if found is None or found.end() == 0 or found.end() == len(line):

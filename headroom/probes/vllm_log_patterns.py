@@ -48,7 +48,8 @@ class LogEvent:
 # "(VllmWorker rank=1 pid=9) ..." (0.8-0.9), Ray's "(RayWorkerWrapper pid=9, ip=10.0.0.2) ...",
 # and all of them without the process part. VLLM_LOGGING_PREFIX or torch's "[rank0]: " may
 # stand in front (catalog PREFIX_FORMS).
-_PROC = r"\((?P<proc>[^()]{1,60}?) pid=(?P<pid>\d+)(?:, ip=[^()\s]+)?\)"
+# Ray names a task without an actor class "(pid=1234)" or "(pid=1234, ip=10.0.0.2)".
+_PROC = r"\((?:(?P<proc>[^()]{1,60}?) )?pid=(?P<pid>\d+)(?:, ip=[^()\s]+)?\)"
 _PREFIX = re.compile(
     r"(?P<pre>.*?)(?:" + _PROC + r"\s+)?"
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"

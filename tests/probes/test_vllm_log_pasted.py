@@ -119,7 +119,26 @@ FOREIGN_PREFIXES = [
     "May 10 12:34:56 gpu-node vllm[1234]: ",  # journald
     "> ",  # a Markdown quote in a reply
     "> vllm-1  | ",
+    "2024/05/10 12:34:56 ",  # Go-style timestamps (log collectors)
+    "I0510 12:34:56.123456  1234 core_worker.cc:12] ",  # glog
 ]
+# Ray's own process tags (a task without an actor class, an actor, with the node's address).
+RAY_TAGS = ["(pid=1234) ", "(pid=1234, ip=10.0.0.2) ", "(WorkerDict pid=7, ip=10.0.0.2) ",
+            "(TaskRunner pid=9) (WorkerDict pid=7) "]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(FAILURES), st.sampled_from(RAY_TAGS))
+def test_ray_process_tags_change_nothing(case, tag):
+    sig, example = case
+    if sig.origin == "log":  # a logger line behind the tag
+        example = f"INFO 05-09 00:49:33 [{sig.printed_by[0]}:1] " + example
+    event = classify_line(tag + example)
+    bare = _bare(example)
+    assert event is not None and event.signature == bare.signature, (sig.id, tag)
+    assert dict(event.fields) == dict(bare.fields)
+
+
 COLOURS = [("\x1b[31m", "\x1b[0m"), ("[31m", "[0m"), ("\x1b[1;36m", "\x1b[39m")]
 
 
