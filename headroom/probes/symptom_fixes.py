@@ -57,8 +57,9 @@ _LOWER = (
 _RAISE = r"increas(?:e|ed|es|ing)|rais(?:e|ed|es|ing)|bump(?:ed|ing)?|enlarg(?:e|ed|ing)|doubl(?:e|ed|ing)"
 _SET = r"set(?:ting)?|chang(?:e|ed|ing)|us(?:e|ed|ing)|add(?:ed|ing)?|pass(?:ed|ing)?|specif(?:y|ied|ying)"
 _VERB_KNOB = (
-    rf"(?P<verb>{_LOWER}|{_RAISE}|{_SET})\s+(?:the\s+|my\s+)?(?:maximum\s+|max\s+)?(?:{_KNOB})"
-    rf"(?:\s*(?:to|=|:|from\s+\S+\s+to|\s)\s*{_NUM})?"
+    rf"(?P<verb>{_LOWER}|{_RAISE}|{_SET})\s+(?:(?:the|my|our|its|vllm|vllm's)\s+){{0,2}}"
+    rf"(?:maximum\s+|max\s+)?(?:{_KNOB})"
+    rf"(?:\s*(?:to|=|:|from\s+(?P<before>\d+(?:\.\d+)?\s*[kKmM]?)\s+to|\s)\s*{_NUM})?"
 )
 _DONE = (
     r"fixed|solved|resolved|fix(?:es)?|solves?|resolves?|works?|worked|working|went\s+away|"
@@ -71,6 +72,9 @@ _FIX_EN = tuple(
         rf"\buntil\s+(?:i\s+|we\s+|you\s+)?{_VERB_KNOB}",
         rf"\b(?:{_DONE})\s+(?:it\s+|fine\s+|well\s+|now\s+)?(?:by|after|when|once)\s+{_VERB_KNOB}",
         rf"{_VERB_KNOB}[^.;!?\n]{{0,40}}?\b(?:{_DONE})\b",
+        # a change made for the failure, as a pull request's title says it: "change vllm
+        # gpu_memory_utilization from 0.7 to 0.6 to avoid OOM" (hiyouga/EasyR1#1)
+        rf"{_VERB_KNOB}[^.;!?\n]{{0,40}}?\bto\s+(?:avoid|fix|prevent|solve|resolve)\b",
     )
 )
 # "works with --max-model-len 4096", "runs fine with max_model_len=8192": a value said to work
@@ -181,11 +185,15 @@ def stated_fixes(text: object) -> tuple[StatedFix, ...]:
                     groups = match.groupdict()
                     verb = groups.get("verb") or groups.get("verb2")
                     value = _number(groups.get("value"))
+                    before = _number(groups.get("before"))
                     if pattern is _FIX_ZH and not (verb or value is not None):
                         continue  # "max_model_len 可以" names no change
                     if not _plausible(knob, value):
                         continue
-                    out[knob] = StatedFix(knob, _direction(verb), value, sentence.strip()[:400])
+                    way = _direction(verb)
+                    if way is None and before is not None and value is not None and before != value:
+                        way = "lower" if value < before else "raise"  # "from 0.7 to 0.6"
+                    out[knob] = StatedFix(knob, way, value, sentence.strip()[:400])
         return tuple(out.values())
     except Exception:  # a reader of untrusted text must not stop the doctor
         return ()

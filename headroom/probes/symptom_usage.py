@@ -46,9 +46,11 @@ _EN = (
     r"\d+(?:\.\d+)?\s*(?:G|GB|GiB)(?![A-Za-z]))",
     # "high GPU memory usage", "huge VRAM consumption"
     rf"\b(?:high|huge|excessive|large|massive)\s+(?:{_GPU_MEMORY}\s+)?memory\s+(?:usage|consumption)",
-    # "reduce GPU memory usage", "limit the VRAM it takes", "how to reduce gpu memory in vllm"
-    rf"\b(?:reduce|limit|lower|decrease|cap|control|restrict)\s+(?:the\s+)?{_GPU_MEMORY}\s*"
-    r"(?:memory)?(?:\s+(?:usage|consumption|footprint|it\s+takes))?",
+    # a wish to reduce it: "how to reduce gpu memory in vllm", "Is there an option to reduce
+    # GPU memory usage？" ("Reduce GPU memory usage of X" alone is a pull request's title)
+    rf"\b(?:how\s+(?:to|can\s+i|do\s+i|could\s+i)|option\s+to|way\s+to|possible\s+to|want\s+to|"
+    rf"need\s+to|can\s+i|could\s+i)\s+(?:reduce|limit|lower|decrease|cap|control|restrict)\s+"
+    rf"(?:the\s+)?{_GPU_MEMORY}\s*(?:memory)?",
 )
 _ZH = (
     r"显存(?:的)?(?:占用|使用|消耗)(?:量|率)?(?:过高|太高|太大|很大|过大|很高|偏高|非常大|非常高|巨大|"
@@ -75,12 +77,23 @@ _NEGATED = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
 
 
+# Tags of vLLM's pull requests and feature requests: a change to vLLM's code, not a user's
+# complaint ("[Perf] Reduce peak memory usage ...", "[Feature]: ...").
+_DEV_TAG = re.compile(
+    r"^\s*\[(?:Core|Perf|Kernel|Bugfix|BugFix|Feature|RFC|Model|Misc|CI|Doc|Docs|Refactor|V1|"
+    r"Frontend|Hardware|Optimization|Quantization|Spec\s*Decode|Build|Test|CI/Build)\]",
+    _IA,
+)
+
+
 def memory_taken(text: object) -> bool:
     """Whether a sentence of the text says vLLM takes too much GPU memory (module doc).
     Never raises."""
     if not isinstance(text, str) or not text.strip():
         return False
     try:
+        if _DEV_TAG.match(text):
+            return False
         for sentence in _SENTENCE_END.split(text[:_MAX_CHARS]):
             if not sentence or _NOT_GPU.search(sentence):
                 continue

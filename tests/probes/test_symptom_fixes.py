@@ -25,6 +25,14 @@ FIXES = [
         "After setting --max-model-len 8192 the OOM went away",
         ("max_model_len", None, 8192.0),
     ),
+    (  # hiyouga/EasyR1#1 (pull request title): "from 0.7 to 0.6" says the way
+        "change vllm gpu_memory_utilization from 0.7 to 0.6 to avoid OOM",
+        ("gpu_memory_utilization", "lower", 0.6),
+    ),
+    (  # vllm-project/vllm#49351 (pull request title)
+        "[CI][Bugfix] Reduce max_model_len in OOT embedding test to fix KV-cache OOM on small GPUs",
+        ("max_model_len", "lower", None),
+    ),
     (  # QwenLM/Qwen3-VL#1684
         "Reducing the maximum context length works for me, but I need long context to support "
         "video inference.",
@@ -56,6 +64,8 @@ def test_a_fix_the_words_state(text, fix):
         "Try setting max-model-len to lower. Also, set gpu_memory_utilization to 0.98.",
         # vllm-project/vllm#19148 (title)
         "[Bug]: max-model-len + max-num-seqs is not reducing vram usage",
+        # ROCm/vllm#810 (pull request title): a change with no failure it answers
+        "[CI] temp reduce the gpu mem utilization",
         # QwenLM/Qwen3-VL-Embedding#57 (title): a question
         "使用vllm推理，显存有限如何设置max_model_len的大小呢？",
         # hiyouga/LlamaFactory#7131, a comment: limited, and still out of memory

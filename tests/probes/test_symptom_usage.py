@@ -65,3 +65,16 @@ def test_never_raises(value):
 )
 def test_a_negated_sentence_is_not_the_complaint(negation, claim):
     assert not memory_taken(f"vLLM {negation} {claim}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # vllm-project/vllm#7341 (pull request title): a change to vLLM's code
+        "[Model] activation gpu mem reuse in model forward",
+        # vllm-project/vllm#7155 (title): a feature proposal about the reservation
+        "[Performance]: max_model_len argument to LLM class does not limit GPU utilization.",
+    ],
+)
+def test_pull_requests_and_proposals_are_not_the_complaint(text):
+    assert not memory_taken(text)
