@@ -21,6 +21,7 @@ a --gpu-memory-utilization above 1, and two features a release cannot run togeth
   knob (the method's name may also be misspelt: the message lists the ones it knows).
 - A LoRA adapter above --max-lora-rank, or a rank the release's kernels lack: the smallest
   rank the release allows at or above the adapter's.
+- A request for a model name the server does not serve (vLLM's 404): --served-model-name.
 """
 
 from __future__ import annotations
@@ -269,6 +270,33 @@ def lora_rank_unsupported(ctx) -> list[Finding]:
     return [Finding("lora-rank-unsupported", None, "error", title, tuple(evidence), (act,))]
 
 
+def model_not_served(ctx) -> list[Finding]:
+    """A request named a model the server does not serve (vLLM's 404, "The model `X` does not
+    exist."): the server answers to --served-model-name, else to --model as given (often a
+    local path). Setting --served-model-name to the name clients send fixes every client."""
+    events = ctx.of("model_not_served")
+    if not events:
+        return []
+    event = events[0]
+    asked = event.fields.get("model")
+    served = ctx.arg("served_model_name") or ctx.arg("model") or getattr(ctx.facts, "model", None)
+    if isinstance(served, (list, tuple)):
+        served = ", ".join(map(str, served))
+    evidence = [event.line.strip()[:400]]
+    if served:
+        evidence.append(f"this server answers to {served!s}")
+    act = Action(
+        "served_model_name",
+        "set",
+        asked,
+        "the server answers only to the names it was started with (--served-model-name, else "
+        "--model as given, a local path included)",
+        "clients that use the old name must change it (several names may be given)",
+    )
+    title = f"Requests name model `{asked}`, which this server does not serve"
+    return [Finding("model-not-served", None, "error", title, tuple(evidence), (act,))]
+
+
 def quantization_unknown(ctx) -> list[Finding]:
     events = ctx.of("quantization_unknown")
     if not events:
@@ -309,4 +337,5 @@ RULES = (
     quantization_unknown,
     release_lacks_feature,
     lora_rank_unsupported,
+    model_not_served,
 )

@@ -170,3 +170,15 @@ def test_a_rank_above_what_an_old_release_allows_says_upgrade():
     top = diagnose(inputs).findings[0]
     assert top.id == "lora-rank-unsupported" and _turn(top)[2] is None
     assert "newer release" in " ".join(top.evidence)
+
+
+# --- a request for a model the server does not serve --------------------------------------------
+
+
+def test_a_model_the_server_does_not_serve_sets_served_model_name_to_the_name_asked():
+    """QwenLM/Qwen#87: the 404 body a client printed; the server was started from a path."""
+    log = BY_ID["model_not_served"].examples[0]
+    top = _top(log, ["vllm", "serve", "/models/qwen1.5-7b-chat"])
+    assert top.id == "model-not-served"
+    assert _turn(top) == ("served_model_name", "set", "Qwen/Qwen1.5-7B-Chat")
+    assert "/models/qwen1.5-7b-chat" in " ".join(top.evidence)

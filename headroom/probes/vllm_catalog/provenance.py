@@ -1041,6 +1041,17 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         ('ray_utils.py', 'worker_base.py'),
     ),
+    'model_not_served': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.2.7: vllm/entrypoints/openai/api_server.py:136',
+            '0.3.3: vllm/entrypoints/openai/serving_engine.py:133, vllm/entrypoints/openai/serving_engine.py:144',
+            '0.17.1: vllm/entrypoints/openai/engine/serving.py:727, vllm/entrypoints/openai/engine/serving.py:775, vllm/entrypoints/openai/realtime/connection.py:88, vllm/entrypoints/pooling/base/serving.py:307',
+            '0.20.2: vllm/entrypoints/openai/engine/serving.py:428, vllm/entrypoints/openai/engine/serving.py:476, vllm/entrypoints/openai/models/serving.py:54, vllm/entrypoints/openai/realtime/connection.py:88',
+            '0.25.1: vllm/entrypoints/openai/models/serving.py:58, vllm/entrypoints/serve/engine/serving.py:197, vllm/entrypoints/serve/engine/serving.py:64, vllm/entrypoints/speech_to_text/realtime/connection.py:90',
+        ),
+        (),
+    ),
     'mp_worker_ready': (
         ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (

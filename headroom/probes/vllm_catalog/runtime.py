@@ -121,6 +121,16 @@ ENTRIES: tuple[S, ...] = (
       examples=("Error executing method determine_num_available_blocks. This might cause deadlock in distributed "
                 "execution.",
                 "Error executing method 'execute_model'. This might cause deadlock in distributed execution.")),
+    # vllm/entrypoints/openai/serving_engine.py _check_model (0.2.7+; serve/engine/serving.py in
+    # 0.25+): a request names a model the server does not serve, the 404 body a client prints
+    # (QwenLM/Qwen#87: served from a local path, requested by its hub name).
+    S("model_not_served", "model_not_served", "error", ("` does not exist.",),
+      r"The model `(?P<model>[^`]{1,300})` does not exist\.", origin="raise", quoted=True,
+      probe=("` does not exist.",), fields=("model",),
+      feeds="model-not-served: --served-model-name the name clients send (or send the served name)",
+      examples=('{"object":"error","message":"The model `Qwen/Qwen1.5-7B-Chat` does not exist.","type":'
+                '"NotFoundError","param":null,"code":404}',
+                "ValueError: The model `gpt-3.5-turbo` does not exist.")),
     S("traceback", "traceback", "error", ("Traceback (most recent call last)",), origin="python", library="Python",
       generic=True,
       feeds="evidence (the exception line names the cause)", examples=("Traceback (most recent call last):",)),
