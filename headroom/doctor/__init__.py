@@ -53,6 +53,7 @@ from headroom.doctor.steps import (
     step_by_top_action,
     step_statuses,
 )
+from headroom.doctor.words_setup import setup_notes
 from headroom.probes.model import describe_unread
 
 __all__ = [
@@ -143,6 +144,7 @@ def _lacking(ctx: Context) -> list[str]:
     if i.topology is None:
         out.append("no topology (--topo)")
     out.extend(i.lacking)
+    out.extend(setup_notes(ctx))  # what the words stood in for (words_setup)
     partial = ctx.model_read
     if partial is not None and not partial.sizable:
         out.append(describe_unread(partial) or f"model config of {partial.name} is incomplete")

@@ -9,7 +9,8 @@ built-in table (model_table.find_model) and a GpuSpec (gpu_spec.parse_gpu_spec).
 Conservative: a model only when every candidate the table knows is the same model (a title
 comparing two models names neither); a GPU only when one kind or one size is named, and its
 count only from the words ("2x4090", "8卡", "8*a100 40g"), else the command line's TP x PP
-(vLLM runs on that many), else one when nothing says several. Context.model_read and
+(vLLM runs on that many), else one for a desktop card or one said ("a 3060", "单卡"); a
+datacenter GPU named without a count ("OOM on A100") gives no spec: such servers hold 4 or 8. Context.model_read and
 Context.gpu consult these only after every other input (the command, the log, --gpus, NVML).
 """
 
@@ -23,13 +24,14 @@ from headroom.doctor.model_table import find_model
 from headroom.probes.model import ModelShape
 from headroom.probes.symptom_facts import WordFacts
 
-__all__ = ["gpu_from_words", "model_from_words"]
+__all__ = ["gpu_from_words", "model_from_words", "setup_notes"]
 
 # "qwen-1.5-72B" is the table's "Qwen1.5-72B", "glm4-9b" its "glm-4-9b": the family word
 # and its version written apart or together.
 _FAMILY_DASH_VERSION = re.compile(r"^([A-Za-z]+)[-_ ](\d)")
 _FAMILY_VERSION = re.compile(r"^([A-Za-z]+)(\d)")
 _MAX_GPUS = 1024
+ASSUMED_NODE = 8  # GPUs of a datacenter node, when the words name the GPU but not the count
 # A parameter count in a name ("72B", "1.5b", "8x7B" counts its "7"): two of them, two models.
 _SIZE = re.compile(r"(?<![A-Za-z])(\d+(?:\.\d+)?)[bB](?![A-Za-z])")
 
@@ -80,7 +82,12 @@ def model_from_words(words: WordFacts | None) -> ModelShape | None:
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def _count(words: WordFacts, tp: int, pp: int) -> int | None:
+# "a 3060", "an A100", "my 4090", "one H100": one GPU said with an article.
+_ONE_NAMED = re.compile(r"\b(?:a|an|one|my|single)\s+(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?[A-Z]*\d",
+                        re.IGNORECASE | re.ASCII)  # fmt: skip
+
+
+def _count(words: WordFacts, tp: int, pp: int, datacenter: bool) -> int | None:
     if words.gpu_counts:
         count = max(words.gpu_counts)
         return count if 0 < count <= _MAX_GPUS else None
@@ -88,7 +95,11 @@ def _count(words: WordFacts, tp: int, pp: int) -> int | None:
         return tp * pp  # vLLM ran on that many: the machine has at least those
     if words.several_gpus:
         return None  # "multi-gpu" without a count
-    return 1
+    if datacenter and not (words.one_gpu_in_use or _ONE_NAMED.search(words.text)):
+        # "OOM on A100": such servers hold several; a full node of 8 is assumed (as rules_oom
+        # does for an OOM message of unknown count) and said (setup_notes)
+        return ASSUMED_NODE
+    return 1  # a desktop card (one to a machine, mostly), or one said
 
 
 def gpu_from_words(words: WordFacts | None, tp: int = 1, pp: int = 1) -> GpuSpec | None:
@@ -98,12 +109,13 @@ def gpu_from_words(words: WordFacts | None, tp: int = 1, pp: int = 1) -> GpuSpec
     kinds = {g.name for g in (find_gpu(n) for n in words.gpu_names) if g is not None}
     if len(kinds) > 1:
         return None  # two kinds named: which one failed is not said
-    count = _count(words, max(int(tp or 1), 1), max(int(pp or 1), 1))
+    name = next(iter(kinds)) if kinds else "GPU"
+    known = find_gpu(name) if kinds else None
+    datacenter = bool(known is not None and known.datacenter)
+    count = _count(words, max(int(tp or 1), 1), max(int(pp or 1), 1), datacenter)
     if count is None:
         return None
     memory = words.gpu_memory_gib
-    name = next(iter(kinds)) if kinds else "GPU"
-    known = find_gpu(name) if kinds else None
     if (
         known is not None
         and memory is not None
@@ -117,3 +129,31 @@ def gpu_from_words(words: WordFacts | None, tp: int = 1, pp: int = 1) -> GpuSpec
         return parse_gpu_spec(spec)
     except GpuSpecError:
         return None
+
+
+def setup_notes(ctx) -> list[str]:
+    """What the doctor took from the words instead of the inputs, for `lacking`: the model,
+    the GPUs, and a GPU count it assumed."""
+    words = getattr(ctx, "words", None)
+    if words is None or not words.names_setup:
+        return []
+    out = []
+    inputs = ctx.inputs
+    cmd = inputs.command
+    named = (getattr(cmd, "model", None) if cmd is not None else None) or getattr(
+        ctx.facts, "model", None
+    )
+    shape = ctx.model_read
+    if inputs.model is None and not named and shape is not None:
+        out.append(f"model read from the words: {shape.name} (the built-in table's shape)")
+    spec_given = inputs.gpu_spec or inputs.gpus or inputs.gpu_count
+    if not spec_given and ctx.gpu is not None:
+        line = f"GPUs read from the words: {ctx.gpu.describe()}"
+        if (
+            not words.gpu_counts
+            and ctx.knobs.tp * ctx.knobs.pp <= 1
+            and ctx.gpu.count == ASSUMED_NODE
+        ):
+            line += f" (the count is not said: a node of {ASSUMED_NODE} is assumed; --gpus says it)"
+        out.append(line)
+    return out

@@ -128,7 +128,20 @@ def test_the_blamed_length_is_halved_from_what_ran():
 def test_the_model_and_gpu_a_title_names_feed_the_memory_model():
     ctx = Context(_inputs("Llama-3.2-11B-Vision gives OOM error on 96GB H100"))  # vllm#9630
     assert ctx.model_read is not None and "11B-Vision" in ctx.model_read.name
-    assert ctx.gpu is not None and ctx.gpu.count == 1 and ctx.gpu.memory_gib == 96
+    # a datacenter GPU without a count: a node of 8 assumed, and said in `lacking`
+    assert ctx.gpu is not None and ctx.gpu.count == 8 and ctx.gpu.memory_gib == 96
+    lacking = diagnose(_inputs("Llama-3.2-11B-Vision gives OOM error on 96GB H100")).lacking
+    assert any("model read from the words" in line for line in lacking)
+    assert any("a node of 8 is assumed" in line for line in lacking)
+
+
+def test_a_desktop_card_or_one_said_is_one_gpu():
+    # vllm-project/vllm#10797 (title), vllm-project/vllm#15216 (title)
+    for log in ("cannot load llama 3.2 3b on a 16gb gpu when gpu_memory_utilisation=1",
+                "I used vllm 0.8.0 to deploy whisper-large-v3-turbo . The model is only 1.6G , "
+                "and i use a 3060 with 12G."):  # fmt: skip
+        ctx = Context(_inputs(log))
+        assert ctx.gpu is not None and ctx.gpu.count == 1
 
 
 def test_a_model_name_written_apart_is_found():
