@@ -301,7 +301,11 @@ def apply_changes(cmd: VllmCommand, changes: Mapping[str, object]) -> VllmComman
                 if last is not None and last.value is False and last.form == "bare"
                 else None
             )
-            new = _bool_tokens(spec, name, value, off)
+            if last is not None and last.form == "sep":
+                # the user's `--x true|false` (an older release's StoreBoolean): keep that form
+                new = [last.option, "true" if value else "false"]
+            else:
+                new = _bool_tokens(spec, name, value, off)
             in_file = any(o.dest == name and o.value is True for o in cmd._config_occurrences)
             if not new and not value and in_file and spec is not None and spec.kind == "bool":
                 new = ["--no-" + spec.option[2:]]  # the YAML turns it on; only --no-x undoes that

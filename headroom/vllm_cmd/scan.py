@@ -176,6 +176,15 @@ def _bool_option(option: str) -> tuple[FlagSpec | None, bool]:
     return None, True
 
 
+# Booleans that vLLM's StoreBoolean action read with an optional word (nargs="?",
+# const="True"; "true"/"false" in any case) before they became --x/--no-x: in 0.6.3's
+# engine/arg_utils.py `--enable-chunked-prefill False` turns chunked prefill OFF, and RL
+# frameworks still write it so. Gone from the 0.9.2 parser.
+STORE_BOOLEAN_DESTS = frozenset(
+    {"enable_chunked_prefill", "multi_step_stream_outputs", "disable_logprobs_during_spec_decoding"}
+)
+
+
 def scan_tokens(tokens: Sequence[str], *, strict: bool) -> list[Occurrence]:
     """Find every flag in `tokens`; strict mode raises CommandLineError on bad values."""
     found: list[Occurrence] = []
@@ -227,6 +236,15 @@ def scan_tokens(tokens: Sequence[str], *, strict: bool) -> list[Occurrence]:
                         ) from None
                     value = positive
                 occ = Occurrence(i, i + 1, spec.dest, option, spec, "eq", (inline,), value)
+            elif (
+                spec.dest in STORE_BOOLEAN_DESTS
+                and i + 1 < n
+                and tokens[i + 1].lower() in ("true", "false")
+            ):
+                # the older releases' `--enable-chunked-prefill false` (see STORE_BOOLEAN_DESTS)
+                word = tokens[i + 1]
+                value = (word.lower() == "true") == positive
+                occ = Occurrence(i, i + 2, spec.dest, option, spec, "sep", (word,), value)
             else:
                 occ = Occurrence(i, i + 1, spec.dest, option, spec, "bare", (), positive)
         else:

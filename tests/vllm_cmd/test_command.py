@@ -237,6 +237,23 @@ def test_apply_booleans():
     assert render(apply_changes(stats, {"disable_log_stats": False})) == ["--port", "1"]
 
 
+def test_an_older_releases_store_boolean_word_is_the_value():
+    """vLLM 0.6.3's `--enable-chunked-prefill` was a StoreBoolean with an optional word
+    (engine/arg_utils.py: nargs="?", const="True"): `--enable-chunked-prefill false` turns
+    chunked prefill off; the word is read as the value, and a change keeps that form."""
+    cmd = parse_command(["vllm", "serve", "m", "--enable-chunked-prefill", "false", "--port", "1"])
+    assert cmd.get("enable_chunked_prefill") is False
+    on = apply_changes(cmd, {"enable_chunked_prefill": True})
+    assert render(on) == ["vllm", "serve", "m", "--enable-chunked-prefill", "true", "--port", "1"]
+    assert on.get("enable_chunked_prefill") is True
+    assert diff_flags(cmd, on) == [FlagChange("enable_chunked_prefill", False, True)]
+    assert parse_command(["--enable-chunked-prefill", "True"]).get("enable_chunked_prefill")
+    # the bare switch stays a switch, and a switch vLLM never read so keeps its word stray
+    assert parse_command(["--enable-chunked-prefill", "--port", "1"]).get("enable_chunked_prefill")
+    eager = parse_command(["vllm", "serve", "m", "--enforce-eager", "false"])
+    assert eager.get("enforce_eager") is True
+
+
 def test_apply_remove_and_none():
     cmd = parse_command(["vllm", "serve", "m", "--enforce-eager", "--port", "1", "--enforce-eager"])
     assert render(apply_changes(cmd, {"enforce_eager": REMOVE})) == [
