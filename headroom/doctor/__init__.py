@@ -23,7 +23,9 @@ from headroom.doctor import (
     rules_multinode_log,
     rules_oom,
     rules_parallel,
+    rules_parallel_sizes,
     rules_preflight,
+    rules_quant_tp,
     rules_runtime,
     rules_startup,
     rules_topology,
@@ -82,12 +84,14 @@ def all_rules():
         + rules_upgrade.RULES
         + rules_memory_gate.RULES
         + rules_parallel.RULES
+        + rules_parallel_sizes.RULES
         + rules_runtime.RULES
         + rules_gpu.RULES
         + rules_topology.RULES
         + rules_compat.RULES
         + rules_catalog.RULES
         + rules_catalog_limits.RULES
+        + rules_quant_tp.RULES
         + rules_catalog_comms.RULES
         + rules_catalog_config.RULES
         + rules_multinode.RULES

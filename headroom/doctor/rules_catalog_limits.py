@@ -6,8 +6,7 @@ each reads the event's numbers, never its sentence.
   --swap-space; it aborts when swapped-out sequences fill the swap: raise it.
 - The Ray driver without a GPU: vLLM must run on a node whose GPUs are in the placement
   group; up to 0.5, --engine-use-ray let Ray place the engine itself.
-- Quantized weights a TP cannot split (Marlin/GPTQ/AWQ groups, fp8 blocks): step 2, the
-  highest TP whose shards the quantization's group or block divides.
+- Quantized weights a TP cannot split (Marlin/GPTQ/AWQ groups, fp8 blocks): rules_quant_tp.py.
 - A pre-quantized bitsandbytes checkpoint with TP: TP 1, the same GPUs as pipeline stages.
 - Pipeline parallelism an old release lacks (0.2-0.5): upgrade, no knob.
 - fp8 KV scales a release cannot load, CUDA used before vLLM forked: named, no engine knob.
@@ -18,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.versions import parse_version
 
@@ -155,67 +153,6 @@ def ray_driver_without_gpu(ctx) -> list[Finding]:
     return [Finding("ray-driver-without-gpu", None, "error", title, tuple(evidence), acts)]
 
 
-def _split_tp(ctx, partition: int | None, divisor: int | None) -> int | None:
-    """The highest TP below the current one whose weight shard the divisor divides."""
-    tp = ctx.knobs.tp
-    if tp <= 1:
-        return None
-    allowed = A.valid_tps(ctx.model, tp - 1) if ctx.model is not None else range(1, tp)
-    if partition and divisor:
-        full = partition * tp
-        fits = [t for t in allowed if full % t == 0 and (full // t) % divisor == 0]
-    else:  # no numbers (AWQ's text): the next smaller power-of-two split
-        fits = [t for t in allowed if t <= tp // 2]
-    return max(fits, default=None)
-
-
-def quantized_tp_split(ctx) -> list[Finding]:
-    """ "Weight input_size_per_partition = 1792 is not divisible by group_size = 128" (and
-    AWQ's "not aligned with the quantized weight shape"): TP cut a quantized matrix where
-    the quantization's groups or blocks do not divide it. Lower TP (step 2's highest TP)."""
-    event = _first(ctx, "quantized_tp_split")
-    if event is None:
-        return []
-    partition = _num(event.fields, "partition", int)
-    divisor = _num(event.fields, "divisor", int)
-    new_tp = _split_tp(ctx, partition, divisor)
-    evidence = [event.line.strip()[:400]]
-    if partition and divisor and ctx.knobs.tp > 1:
-        evidence.append(
-            f"TP {ctx.knobs.tp} gives each GPU {partition:,} of {partition * ctx.knobs.tp:,}, "
-            f"not a multiple of {divisor}"
-        )
-    acts = []
-    if new_tp is not None:
-        acts.append(
-            Action(
-                "tensor_parallel_size",
-                "lower",
-                new_tp,
-                "each GPU's shard of a quantized matrix must hold whole quantization groups/blocks",
-                "fewer GPUs per replica: the weights and KV cache must fit in them (PP adds GPUs)",
-                step=2,
-            )
-        )
-    if new_tp is None:  # no TP to count from (no command line): say it, turn nothing
-        evidence.append(
-            "a tensor-parallel size whose shards the quantization's groups/blocks divide "
-            "loads (vLLM's advice: a smaller TP); the command line names the TP to start from"
-        )
-    if acts and "--quantization gptq" in event.line:
-        acts.append(
-            Action(
-                "quantization",
-                "set",
-                "gptq",
-                "vLLM's text: the plain GPTQ kernel has no Marlin tile limits",
-                "slower than Marlin",
-            )
-        )
-    title = "Tensor parallelism splits a quantized weight across its quantization groups"
-    return [Finding("quantized-tp-split", 2, "error", title, tuple(evidence), tuple(acts))]
-
-
 def quantized_tp_unsupported(ctx) -> list[Finding]:
     """A pre-quantized bitsandbytes checkpoint loads without TP only (0.7-0.11)."""
     event = _first(ctx, "quantized_tp_unsupported")
@@ -337,7 +274,6 @@ RULES = (
     swap_space_too_large,
     swap_space_exhausted,
     ray_driver_without_gpu,
-    quantized_tp_split,
     quantized_tp_unsupported,
     pp_unsupported_release,
     fp8_kv_scale_unsupported,

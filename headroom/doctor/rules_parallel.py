@@ -1,5 +1,6 @@
-"""TP/PP configuration errors from the log: heads that TP does not divide (step 2), more
-GPUs than the node has, TP spread over nodes and models without PP support (step 3)."""
+"""TP/PP configuration errors from the log: heads that TP does not divide (step 2), TP spread
+over nodes and models without PP support (step 3). More GPUs than the node has, data-parallel
+and expert-parallel sizes: rules_parallel_sizes.py; divide() assertions: rules_parallel_split.py."""
 
 from __future__ import annotations
 
@@ -157,49 +158,6 @@ def _fits(ctx, tp: int) -> bool:
     return acc.fits
 
 
-def world_size_too_large(ctx) -> list[Finding]:
-    events = ctx.of("world_size_too_large")
-    if not events:
-        return []
-    found = events[0].fields
-    nums = (found["world_size"], found["gpus"]) if "gpus" in found else None
-    gpus = nums[1] if nums else ctx.gpu_count
-    evidence = [events[0].line.strip()]
-    acts = []
-    if gpus and ctx.knobs.tp > gpus:
-        valid = A.valid_tps(ctx.model, gpus) if ctx.model is not None else list(range(1, gpus + 1))
-        value = max(valid or [1])
-        acts.append(
-            Action(
-                "tensor_parallel_size",
-                "lower",
-                value,
-                f"only {gpus} GPUs are visible on this node",
-                "fewer GPUs per replica; use --pipeline-parallel-size across nodes if it does not fit",
-                step=3,
-            )
-        )
-    acts.append(
-        Action(
-            "pipeline_parallel_size",
-            "set",
-            None,
-            "TP inside a node, PP across nodes (with --nnodes or Ray)",
-            "multi-node set-up",
-        )
-    )
-    return [
-        Finding(
-            "world-size-too-large",
-            3,
-            "error",
-            "More GPUs requested than this node has",
-            tuple(evidence),
-            tuple(acts),
-        )
-    ]
-
-
 def gpus_per_node(ctx, nodes: int) -> tuple[int | None, str]:
     """GPUs in one node and where that number comes from: --gpus / NVML describe one node;
     else vLLM's --nnodes splits the world size evenly over the nodes."""
@@ -307,4 +265,5 @@ def pp_unsupported(ctx) -> list[Finding]:
     ]
 
 
-RULES = (heads_not_divisible, world_size_too_large, tp_across_nodes, pp_unsupported)
+# world_size_too_large: rules_parallel_sizes.py
+RULES = (heads_not_divisible, tp_across_nodes, pp_unsupported)

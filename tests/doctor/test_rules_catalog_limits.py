@@ -95,39 +95,7 @@ def test_ray_driver_without_gpu_names_no_flag_the_release_may_lack(example, vers
 # --- quantized weights a TP cannot split ------------------------------------------------------------
 
 
-def test_a_marlin_group_split_lowers_tp_to_the_highest_that_divides():
-    # 1792 x 8 = 14336 (Llama-3-70B's MLP); 14336 / t must be a multiple of 128: t = 7 -> 2048
-    text = BY_ID["quantized_shard_not_divisible"].examples[0]
-    f = _finding(text, "quantized-tp-split", ["vllm", "serve", "m-gptq", "-tp", "8"])
-    assert f.step == 2
-    assert _turns(f)[0] == ("tensor_parallel_size", "lower")
-    assert f.actions[0].value == 7
-    assert ("quantization", "set") in _turns(f)  # vLLM's own alternative: --quantization gptq
-    assert not any(
-        t == ("tensor_parallel_size", "raise") for g in _diagnose(text) for t in _turns(g)
-    )
-
-
-def test_a_marlin_split_respects_the_models_heads_when_the_shape_is_known():
-    text = BY_ID["quantized_shard_not_divisible"].examples[0]
-    argv = ["vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "-tp", "8"]
-    f = _finding(text, "quantized-tp-split", argv)
-    # 7 does not divide 64 heads / 8 KV heads: the next TP that splits both is 4 (14336/4 = 3584)
-    assert f.actions[0].value == 4
-
-
-def test_awqs_text_without_numbers_halves_tp():
-    text = BY_ID["awq_not_aligned"].examples[0]
-    f = _finding(text, "quantized-tp-split", ["vllm", "serve", "m-awq", "-tp", "4"])
-    assert _turns(f) == [("tensor_parallel_size", "lower")] and f.actions[0].value == 2
-
-
-def test_without_the_tp_the_split_is_named_and_no_knob_turned():
-    """No command line: no TP to count a smaller one from (conservative: a guess could be the
-    wrong fix for a kernel limit a newer vLLM lifts)."""
-    text = BY_ID["quantized_shard_not_divisible"].examples[1]
-    f = _finding(text, "quantized-tp-split")
-    assert f.actions == () and any("smaller TP" in e for e in f.evidence)
+# (the quantized TP splits: tests/doctor/test_rules_quant_tp.py)
 
 
 def test_a_prequantized_bitsandbytes_checkpoint_moves_tp_into_pp():

@@ -32,6 +32,7 @@ from headroom.probes.vllm_catalog import (
     failures,
     limits,
     multinode,
+    parallel,
     runtime,
     startup,
 )
@@ -63,7 +64,7 @@ def _with_provenance(sig: Signature) -> Signature:
 
 
 _ENTRIES = (
-    *client.ENTRIES, *startup.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES, *failures.ENTRIES,
+    *client.ENTRIES, *startup.ENTRIES, *parallel.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES, *failures.ENTRIES,
     *multinode.ENTRIES, *runtime.ENTRIES, *comms.ENTRIES
 )  # fmt: skip
 SIGNATURES: tuple[Signature, ...] = tuple(_with_provenance(s) for s in _ENTRIES)

@@ -139,12 +139,17 @@ ENTRIES: tuple[S, ...] = (
       feeds=NOT_CONFIG + " in 0.5+: an old release; upgrade, or a PP that divides the layers",
       examples=("NotImplementedError: Total number of hidden layers (30) must be divisible by pipeline parallel "
                 "size (4).",)),
-    S("world_size_too_large", "world_size_too_large", "error", ("is larger than the number of available GPUs",),
-      r"World size \((?P<world_size>\d+)\) is larger than the number of available GPUs \((?P<gpus>\d+)\)",
+    # 0.12-0.13 said it of the TP ("Tensor parallel size (N) cannot be larger than ...", read in
+    # the 0.12.0 wheel's config/parallel.py:566, a release RELEASES does not list).
+    S("world_size_too_large", "world_size_too_large", "error",
+      ("is larger than the number of available GPUs", "cannot be larger than the number of available GPUs"),
+      r"(?:World|Tensor parallel) size \((?P<world_size>\d+)\) (?:is|cannot be) larger than the number of "
+      r"available GPUs \((?P<gpus>\d+)\)",
       origin="raise", probe=("is larger than the number of available GPUs",), fields=("world_size", "gpus"),
       feeds="world-size-too-large",
       examples=("ValueError: World size (8) is larger than the number of available GPUs (4) in this node. If this "
-                "is intentional and you are using:",)),
+                "is intentional and you are using:",
+                "ValueError: Tensor parallel size (8) cannot be larger than the number of available GPUs (4).")),
     S("pp_unsupported", "pp_unsupported", "error", ("Pipeline parallelism is not supported for this model",),
       origin="raise", probe=("Pipeline parallelism is not supported for this model",), feeds="pp-unsupported",
       fragments=('Supported models implement the `SupportsPP` interface',),

@@ -292,6 +292,81 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         ('ray_utils.py',),
     ),
+    'ct_wna16_moe_group_split': (
+        ('0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.25.1: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_wna16.py:109, vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_wna16_marlin.py:278',
+            '0.32.0: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_wna16.py:247',
+        ),
+        (),
+    ),
+    'mxfp8_moe_split': (
+        ('0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.20.2: vllm/model_executor/layers/quantization/modelopt.py:1710',
+            '0.32.0: vllm/model_executor/layers/quantization/inc/schemes/inc_mxfp8_moe.py:61, vllm/model_executor/layers/quantization/modelopt.py:1296',
+        ),
+        (),
+    ),
+    'ray_tp_above_local_gpus': (
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.14.1: vllm/v1/executor/ray_utils.py:335',
+        ),
+        ('ray_utils.py',),
+    ),
+    'dp_local_rank_out_of_bounds': (
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.14.1: vllm/v1/worker/gpu_worker.py:198',
+            '0.25.1: vllm/v1/worker/gpu_worker.py:335, vllm/v1/worker/xpu_worker.py:63',
+        ),
+        (),
+    ),
+    'dp_ranks_not_enough': (
+        ('0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.9.2: vllm/v1/engine/utils.py:268',
+        ),
+        (),
+    ),
+    'pp_partition_count': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/distributed/utils.py:72',
+        ),
+        (),
+    ),
+    'pp_partition_sum': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/distributed/utils.py:75',
+        ),
+        (),
+    ),
+    'pp_partition_string': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1'),
+        (
+            '0.5.5: vllm/distributed/utils.py:69',
+        ),
+        (),
+    ),
+    'eplb_experts_uneven': (
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.14.1: vllm/model_executor/layers/fused_moe/layer.py:474',
+        ),
+        (),
+    ),
+    'ep_without_moe': (
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.8.5: vllm/config.py:886',
+            '0.10.2: vllm/config/__init__.py:1286',
+            '0.11.0: vllm/config/model.py:1015',
+        ),
+        (),
+    ),
     'too_large_swap_space': (
         ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1'),
         (
