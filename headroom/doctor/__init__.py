@@ -13,6 +13,7 @@ from headroom.doctor import (
     rules_catalog_comms,
     rules_catalog_config,
     rules_catalog_limits,
+    rules_catalog_loading,
     rules_compat,
     rules_defaults,
     rules_gpu,
@@ -94,6 +95,7 @@ def all_rules():
         + rules_quant_tp.RULES
         + rules_catalog_comms.RULES
         + rules_catalog_config.RULES
+        + rules_catalog_loading.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_hang.RULES

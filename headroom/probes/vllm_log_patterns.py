@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from headroom.probes.vllm_log_normalize import normalize_line, strip_ansi
-from headroom.probes.vllm_log_rules import KINDS, RULES, Rule, candidates, cut_needle_rules
+from headroom.probes.vllm_log_rules import (
+    KINDS,
+    RULES,
+    Rule,
+    candidates,
+    cut_needle_rules,
+    lowercase_rules,
+)
 
 __all__ = [
     "KINDS",
@@ -209,6 +216,11 @@ def _classify(clean: str, prefix: re.Match[str] | None, lineno: int | None) -> L
         event = _first_event(line, _weaker_hits(message, by_fragment, may_be_cut), relaxed=True)
         if event is not _NO_MATCH:
             return event
+    if may_be_cut and message.islower():  # a whole error line lower-cased by someone
+        lowered = _Line(clean, message, line.printer, line.quote, lineno, ignore_case=True)
+        event = _first_event(lowered, lowercase_rules(message), relaxed=True)
+        if event is not _NO_MATCH:
+            return event
     return None
 
 
@@ -219,6 +231,7 @@ class _Line:
     printer: str | None
     quote: int
     lineno: int | None
+    ignore_case: bool = False
 
 
 _NO_MATCH = LogEvent("", "", "")  # a rule that does not apply (None: a line that is no event)
@@ -259,8 +272,9 @@ def _event(rule: Rule, line: _Line, at: int, *, relaxed: bool) -> LogEvent | Non
     if 0 <= line.quote < at and not rule.quoted:
         return _NO_MATCH
     fields: dict[str, object] = {}
-    if rule.pattern is not None:
-        match = rule.pattern.search(line.message)
+    pattern = rule.pattern_ignoring_case if line.ignore_case else rule.pattern
+    if pattern is not None:
+        match = pattern.search(line.message)
         if match is None:
             if rule.require_match and not relaxed:
                 return _NO_MATCH

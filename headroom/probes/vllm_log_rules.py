@@ -7,7 +7,9 @@ A rule is found three ways, strongest first:
   paste that lost the text's start (a message wrapped by a terminal, a quote of its second
   sentence);
 - a cut needle: the message ends with the first part of a long needle, for a line cut off
-  by a thread title's limit or a copy ("Model architectures [...] are not supported for no").
+  by a thread title's limit or a copy ("Model architectures [...] are not supported for no");
+- a lower-cased needle, for an error line someone lower-cased whole ("valueerror: loading x
+  requires you to execute the configuration file ...", vllm-project/vllm#9531).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from headroom.probes.vllm_catalog import SIGNATURES, Signature
 from headroom.probes.vllm_log_fields import EXTRACTORS, num
 
-__all__ = ["KINDS", "RULES", "candidates", "cut_needle_rules"]
+__all__ = ["KINDS", "RULES", "candidates", "cut_needle_rules", "lowercase_rules"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,11 @@ class Rule:
         the TUI's first painted dashboard (benchmarks/startup.py); a running server's log
         reaches only a handful of rules. (tests/probes/test_vllm_catalog.py compiles them all.)"""
         return re.compile(self.regex) if self.regex else None
+
+    @functools.cached_property
+    def pattern_ignoring_case(self) -> re.Pattern[str] | None:
+        """The regex for a line someone lower-cased (see lowercase_rules)."""
+        return re.compile(self.regex, re.IGNORECASE) if self.regex else None
 
 
 def _groups(match: re.Match[str]) -> dict[str, object]:
@@ -174,3 +181,27 @@ def cut_needle_rules(message: str) -> list[tuple[int, int]]:
                 found.setdefault(number, at)
     # the longest cut text is the best evidence; then RULES order
     return sorted(found.items(), key=lambda hit: (hit[1], hit[0]))
+
+
+# Lower-cased needles long enough to say something on their own (a short one such as "Error: "
+# would match any lower-cased sentence), in RULES order.
+_LOWER_NEEDLES: tuple[tuple[str, int], ...] = tuple(
+    (needle.lower(), number)
+    for number, rule in enumerate(RULES)
+    if rule.kind is not None and not rule.generic
+    for needle in rule.needles
+    if len(needle.strip()) >= 16
+)
+
+
+def lowercase_rules(message: str) -> list[tuple[int, int]]:
+    """(rule number, where its needle starts) for a message with no upper-case letter at all:
+    its needles compared lower-cased, the rule with the longest needle found first. Only
+    called for such lines (rare), so a scan of all."""
+    found: dict[int, tuple[int, int]] = {}  # rule -> (longest needle found, where)
+    for needle, number in _LOWER_NEEDLES:
+        at = message.find(needle)
+        if at >= 0 and len(needle) > found.get(number, (0, 0))[0]:
+            found[number] = (len(needle), at)
+    # without the case to tell texts apart, the longest needle found is the most specific
+    return [(n, at) for n, (_, at) in sorted(found.items(), key=lambda hit: (-hit[1][0], hit[0]))]

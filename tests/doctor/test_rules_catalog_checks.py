@@ -182,3 +182,32 @@ def test_a_model_the_server_does_not_serve_sets_served_model_name_to_the_name_as
     assert top.id == "model-not-served"
     assert _turn(top) == ("served_model_name", "set", "Qwen/Qwen1.5-7B-Chat")
     assert "/models/qwen1.5-7b-chat" in " ".join(top.evidence)
+
+
+# --- loading: remote code, weights the class has no place for ---------------------------------
+
+
+@pytest.mark.parametrize("sig_id", ["config_needs_remote_code", "hf_needs_remote_code"])
+def test_model_code_in_the_repository_sets_trust_remote_code(sig_id):
+    for example in BY_ID[sig_id].examples:
+        top = _top(example)
+        assert top.id == "remote-code-required"
+        assert _turn(top) == ("trust_remote_code", "set", True)
+
+
+@pytest.mark.parametrize(("version", "turn"), [("0.8.5", ("task", "set", "embed")),
+                                               (None, ("task", "set", "embed")),
+                                               ("0.11.0", ("runner", "set", "pooling"))])  # fmt: skip
+def test_a_base_model_weight_in_a_causal_lm_serves_it_as_an_embedding_model(version, turn):
+    """gpustack/gpustack#2170: Qwen3-Embedding on 0.8.5, answered with --task embed."""
+    log = BY_ID["no_module_for_weight"].examples[0]
+    inputs = DoctorInputs(log=digest_text(log), vllm_version=version)
+    top = diagnose(inputs).findings[0]
+    assert top.id == "checkpoint-weights-mismatch"
+    assert _turn(top) == turn
+
+
+def test_another_weight_name_is_a_checkpoint_for_another_class_and_turns_no_knob():
+    log = "ValueError: There is no module or parameter named 'vision_tower.blocks.0' in LlamaForCausalLM"
+    top = _top(log)
+    assert top.id == "checkpoint-weights-mismatch" and not top.actions

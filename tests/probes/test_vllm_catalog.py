@@ -185,6 +185,9 @@ FINDING_FOR_KIND = {
     "release_lacks_feature": {"release-lacks-feature"},
     "lora_rank_unsupported": {"lora-rank-unsupported"},
     "model_not_served": {"model-not-served"},
+    # rules_catalog_loading
+    "remote_code_required": {"remote-code-required"},
+    "checkpoint_weights_mismatch": {"checkpoint-weights-mismatch"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -229,7 +232,7 @@ EVENT_RULE_KINDS = (
     "mamba_blocks_too_few", "cuda_forked_subprocess", "kv_scale_unsupported", "utilization_out_of_range",
     "feature_combination_unsupported", "kv_cache_dtype_refused", "cuda_graph_unsupported",
     "batched_tokens_block_size", "spec_decode_batch_too_small", "quantization_unknown", "release_lacks_feature",
-    "lora_rank_unsupported", "model_not_served",
+    "lora_rank_unsupported", "model_not_served", "remote_code_required", "checkpoint_weights_mismatch",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

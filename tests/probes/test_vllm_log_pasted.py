@@ -255,6 +255,23 @@ def test_cut_lines_of_a_running_server_are_not_guessed():
     assert event is None or event.kind != "model_unsupported"
 
 
+LOWERED = [
+    pytest.param(sig, example.lower(), id=f"{sig.id}-{i}")
+    for i, (sig, example) in enumerate(FAILURES)
+    if ("rror" in example.lower() or "ssert" in example.lower())
+    and any(len(n.strip()) >= 16 for n in sig.needles)
+    and prefix_match(example.lower()) is None
+]
+
+
+@pytest.mark.parametrize(("sig", "lowered"), LOWERED)
+def test_an_error_line_lower_cased_whole_reads_as_itself(sig, lowered):
+    """vllm-project/vllm#9531 pasted its error lower-cased ("valueerror: loading internvl2-8b/
+    requires you to execute the configuration file ...")."""
+    event = classify_line(lowered)
+    assert event is not None and event.kind == sig.kind, (sig.id, lowered)
+
+
 # --- never raises, bounded work ---------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from headroom.probes.vllm_catalog import (
     config_checks,
     failures,
     limits,
+    loading,
     multinode,
     parallel,
     runtime,
@@ -64,7 +65,8 @@ def _with_provenance(sig: Signature) -> Signature:
 
 
 _ENTRIES = (
-    *client.ENTRIES, *startup.ENTRIES, *parallel.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES, *failures.ENTRIES,
+    *client.ENTRIES, *startup.ENTRIES, *parallel.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES,
+    *loading.ENTRIES, *failures.ENTRIES,
     *multinode.ENTRIES, *runtime.ENTRIES, *comms.ENTRIES
 )  # fmt: skip
 SIGNATURES: tuple[Signature, ...] = tuple(_with_provenance(s) for s in _ENTRIES)

@@ -721,6 +721,21 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'config_needs_remote_code': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.2.7: vllm/transformers_utils/config.py:29, vllm/transformers_utils/tokenizer.py:41',
+            '0.14.1: vllm/tokenizers/hf.py:96, vllm/transformers_utils/config.py:180',
+        ),
+        (),
+    ),
+    'no_module_for_weight': (
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.6.4.post1: vllm/model_executor/models/utils.py:216',
+        ),
+        (),
+    ),
     'v1_max_seq_len_exceeds_kv': (
         ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (

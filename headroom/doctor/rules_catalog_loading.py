@@ -1,0 +1,81 @@
+"""Rules for the loading texts of the catalog (probes/vllm_catalog/loading.py): the model's config,
+tokenizer and weights, before any memory is sized.
+
+- A model whose code lives in its repository (a custom architecture, tokenizer or config class):
+  transformers refuses to run it unless asked; --trust-remote-code (after reading that code:
+  it runs on the host).
+- A checkpoint weight the model class has no module for: a bare base-model name ('embed_tokens',
+  'layers', 'norm', with no 'model.' in front) in a *ForCausalLM is a checkpoint saved without
+  its LM head, an embedding model: serve it as one (--task embed; --runner pooling from 0.10,
+  where --task is deprecated and, from 0.14, gone). Any other name is a checkpoint for another
+  class or release: named, no knob.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor.findings import Action, Finding
+from headroom.doctor.versions import parse_version
+
+# Top-level module names of a transformers base model (AutoModel) checkpoint.
+_BASE_MODEL_NAMES = frozenset(
+    {"embed_tokens", "layers", "norm", "embeddings", "encoder", "wte", "h"}
+)
+_RUNNER_SINCE = (0, 10, 0)  # --runner pooling (arg_utils.py 0.10.2); --task before it
+
+
+def remote_code_required(ctx) -> list[Finding]:
+    events = ctx.of("remote_code_required")
+    if not events:
+        return []
+    act = Action(
+        "trust_remote_code",
+        "set",
+        True,
+        "the model's config, tokenizer or modelling code is in its repository, not in "
+        "transformers: loading it runs that code",
+        "the repository's Python code runs on this host: read it first",
+    )
+    title = "The model's code is in its repository: it needs --trust-remote-code"
+    return [
+        Finding(
+            "remote-code-required", None, "error", title, (events[0].line.strip()[:400],), (act,)
+        )
+    ]
+
+
+def checkpoint_weights_mismatch(ctx) -> list[Finding]:
+    events = ctx.of("checkpoint_weights_mismatch")
+    if not events:
+        return []
+    event = events[0]
+    prefix = str(event.fields.get("prefix") or "")
+    model_class = str(event.fields.get("model_class") or "")
+    evidence = [event.line.strip()[:400]]
+    if prefix.split(".")[0] in _BASE_MODEL_NAMES and model_class.endswith("ForCausalLM"):
+        release = parse_version(ctx.version) if ctx.version else None
+        runner = release is not None and release >= _RUNNER_SINCE
+        knob, value = ("runner", "pooling") if runner else ("task", "embed")
+        evidence.append(
+            f"'{prefix}' without 'model.' in front is a base model's weight: the checkpoint has no "
+            "LM head, as embedding models are saved"
+        )
+        act = Action(
+            knob,
+            "set",
+            value,
+            f"serve it as an embedding (pooling) model, not as a {model_class} generator",
+            "the server answers /v1/embeddings, not completions",
+        )
+        title = "An embedding checkpoint is being loaded as a text generator"
+        return [
+            Finding("checkpoint-weights-mismatch", None, "error", title, tuple(evidence), (act,))
+        ]
+    evidence.append(
+        "not a configuration problem: the checkpoint's weights are for another model class or "
+        "another release of it (check the model path, or upgrade vLLM)"
+    )
+    title = f"The checkpoint's weights do not fit {model_class or 'the model class'}"
+    return [Finding("checkpoint-weights-mismatch", None, "error", title, tuple(evidence), ())]
+
+
+RULES = (remote_code_required, checkpoint_weights_mismatch)
