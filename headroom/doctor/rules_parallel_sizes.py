@@ -30,6 +30,7 @@ from __future__ import annotations
 from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
+from headroom.doctor.oom_sizes import gpus_at_hand
 from headroom.doctor.versions import parse_version
 
 _NNODES_SINCE = (0, 14, 0)  # --nnodes: absent from 0.11.0's arg_utils.py, in 0.14.1's
@@ -55,7 +56,7 @@ def _first(ctx, *kinds: str):
 def world_size_too_large(ctx) -> list[Finding]:
     event = _first(ctx, "world_size_too_large", "ray_tp_above_local_gpus")
     if event is None:
-        return []
+        return _world_before_start(ctx)
     nodes = ctx.nodes
     if event.kind == "ray_tp_above_local_gpus" and nodes > 1:
         return []  # a Ray cluster of several nodes: rules_parallel.tp_across_nodes lays it out
@@ -86,6 +87,34 @@ def world_size_too_large(ctx) -> list[Finding]:
     title = "More GPUs requested than this node has"
     severity = "warning" if event.severity == "warning" else "error"
     return [Finding("world-size-too-large", 3, severity, title, tuple(evidence), tuple(acts))]
+
+
+def _world_before_start(ctx) -> list[Finding]:
+    """No log yet: a TP x PP above the GPUs the command line lists (CUDA_VISIBLE_DEVICES) or
+    the input describes, on one node, is refused in every release ("World size (N) is larger
+    than the number of available GPUs (M)" from 0.14, the executor's "please set
+    tensor_parallel_size ... max local gpu count" before, Ray's placement group wait)."""
+    if ctx.nodes > 1 or ctx.events:
+        return []
+    found = gpus_at_hand(ctx)
+    tp, pp = ctx.knobs.tp, max(ctx.knobs.pp, 1)
+    if found is None or tp * pp <= found[0]:
+        return []
+    gpus, source = found
+    evidence = [f"{source}: vLLM refuses a world size above these {gpus} GPUs at start-up"]
+    acts = _one_node(ctx, tp, pp, gpus, evidence)
+    if source.startswith("CUDA_VISIBLE_DEVICES"):
+        acts.append(
+            Action(
+                "CUDA_VISIBLE_DEVICES",
+                "set",
+                None,
+                f"list {tp * pp} GPUs for TP {tp} x PP {pp}, if the node has them",
+                "those GPUs are then vLLM's",
+            )
+        )
+    title = "More GPUs requested than this node has"
+    return [Finding("world-size-too-large", 3, "error", title, tuple(evidence), tuple(acts))]
 
 
 def _one_node(ctx, tp: int, pp: int, gpus: int | None, evidence: list[str]) -> list[Action]:

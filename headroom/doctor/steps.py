@@ -26,6 +26,14 @@ _ID_ORDER = (
     "tp-heads-not-divisible",
     # heads the GPUs do not divide, said in words (rules_words): a layout error, like the above
     "words-heads-over-gpus",
+    # the other sizes vLLM checks or splits before loading weights (rules_quant_tp,
+    # rules_parallel_split, rules_parallel_sizes)
+    "quantized-tp-split",
+    "vision-heads-split-fixed",
+    "pp-partition-invalid",
+    "ep-without-moe",
+    "eplb-experts-uneven",
+    "dp-exceeds-gpus",
     # the weights alone not fitting outranks an OOM that also lists other processes: stopping
     # them would not make the model fit
     "cuda-oom-weights",

@@ -192,3 +192,32 @@ def test_every_text_of_the_family_reaches_its_finding(line, finding):
     argv = ["vllm", "serve", "m", "-tp", "8", "-pp", "2", "--enable-expert-parallel"]
     found = {f.id for f in diagnose(DoctorInputs(log=line, command=parse_command(argv))).findings}
     assert finding in found, (line, found)
+
+
+def test_before_any_log_a_world_above_the_listed_gpus_is_refused():
+    argv = [
+        "env",
+        "CUDA_VISIBLE_DEVICES=0,1",
+        "vllm",
+        "serve",
+        "Qwen/Qwen2.5-32B-Instruct",
+        "-tp",
+        "4",
+    ]
+    top = _top(None, argv, "8xA100-80GB")
+    assert top.id == "world-size-too-large" and top.step == 3
+    assert _turns(top)[0] == ("tensor_parallel_size", "lower", 2)
+    assert ("CUDA_VISIBLE_DEVICES", "set", None) in _turns(top)
+    described = _top(
+        None, ["vllm", "serve", "Qwen/Qwen2.5-32B-Instruct", "-tp", "4"], "2xA100-80GB"
+    )
+    assert _turns(described)[0] == ("tensor_parallel_size", "lower", 2)
+
+
+def test_no_world_finding_when_the_gpus_suffice_or_nodes_are_several():
+    ok = diagnose(DoctorInputs(command=parse_command(["vllm", "serve", "m", "-tp", "2"]),
+                               gpu_spec=parse_gpu_spec("2xA100-80GB")))  # fmt: skip
+    assert "world-size-too-large" not in {f.id for f in ok.findings}
+    multi = diagnose(DoctorInputs(command=parse_command(["vllm", "serve", "m", "-tp", "8", "-pp", "2"]),
+                                  gpu_spec=parse_gpu_spec("8xH100"), nodes=2))  # fmt: skip
+    assert "world-size-too-large" not in {f.id for f in multi.findings}
