@@ -1,7 +1,8 @@
 """Undo what a terminal, a log collector or an issue editor did to a vLLM line before it is read.
 
 vLLM prints each message on one line behind its own prefix; the logs people paste have been
-through other hands: colour codes (with or without their escape byte, "[36m(main_task
+through other hands: a log collector's JSON record around the line ({"log": ...} of docker's
+json-file driver, {"message": ...} of Kubernetes and cloud exports), colour codes (with or without their escape byte, "[36m(main_task
 pid=1)" when a terminal copy dropped the ESC), Windows line ends and tqdm's carriage returns,
 the prefix of the tool that collected the line (`docker compose`'s "vllm-1  | ", `docker logs
 -t`'s and CI runners' ISO timestamps, Ray's "[2026-03-25 05:44:29,435 W 39 39]", glog's
@@ -18,6 +19,7 @@ line), so a clean vLLM line costs a handful of `in` tests; nothing here raises.
 
 from __future__ import annotations
 
+import json
 import re
 
 __all__ = ["normalize_line", "strip_ansi"]
@@ -67,8 +69,36 @@ def strip_ansi(line: str) -> str:
     return _ANSI.sub("", line) if "\x1b" in line else line
 
 
+# Collectors that store each line as JSON: docker's json-file driver ({"log": ...}), Kubernetes
+# and cloud log exports ({"message": ...}, {"msg": ...}, {"textPayload": ...}).
+_JSON_TEXT_KEYS = ("log", "message", "msg", "textPayload")
+_MAX_JSON_LINE = 64 * 1024
+
+
+def _json_payload(line: str) -> str | None:
+    """The text a JSON log record carries, or None when the line is not one."""
+    if len(line) > _MAX_JSON_LINE or not any(f'"{key}"' in line for key in _JSON_TEXT_KEYS):
+        return None
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    for key in _JSON_TEXT_KEYS:
+        text = record.get(key)
+        if isinstance(text, str) and text.strip():
+            # one record may hold several lines (a traceback): its last says what failed
+            return next(part for part in reversed(text.splitlines()) if part.strip())
+    return None
+
+
 def normalize_line(line: str) -> str:
     """The line as vLLM printed it, as far as that can be told (see the module docstring)."""
+    if line[:2] == '{"':
+        payload = _json_payload(line.strip())
+        if payload is not None:
+            line = payload
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     if "\r" in line:

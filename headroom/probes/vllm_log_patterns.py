@@ -157,8 +157,10 @@ def _printer(match: re.Match[str] | None) -> str | None:
     return where.rsplit(":", 1)[0].rsplit("/", 1)[-1] if where else None
 
 
-# An opening quote: not an apostrophe inside a word ("model's", "it's").
-_OPENING_QUOTE = re.compile(r"(?<![A-Za-z0-9])['\"]")
+# An opening quote: not an apostrophe inside a word ("model's", "it's"), and not the quote of
+# an exception's repr ("RayTaskError(ValueError('No available memory ...'))", as frameworks
+# that wrap vLLM print it): that text is the exception's own, not a quoted client's.
+_OPENING_QUOTE = re.compile(r"(?<![A-Za-z0-9])(?<!Error\()(?<!Exception\()['\"]")
 
 
 def _first_quote(message: str) -> int:
