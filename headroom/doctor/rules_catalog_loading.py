@@ -9,6 +9,8 @@ tokenizer and weights, before any memory is sized.
   its LM head, an embedding model: serve it as one (--task embed; --runner pooling from 0.10,
   where --task is deprecated and, from 0.14, gone). Any other name is a checkpoint for another
   class or release: named, no knob.
+- The environment (probes/vllm_catalog/environment.py): no GPU visible to the process, a driver
+  older than the wheels' CUDA, a build without kernels for this GPU: named, no knob.
 """
 
 from __future__ import annotations
@@ -78,4 +80,42 @@ def checkpoint_weights_mismatch(ctx) -> list[Finding]:
     return [Finding("checkpoint-weights-mismatch", None, "error", title, tuple(evidence), ())]
 
 
-RULES = (remote_code_required, checkpoint_weights_mismatch)
+_ENVIRONMENT = {
+    "device_type_unknown": (
+        "vLLM sees no GPU: it could not tell which device to run on",
+        "no GPU is visible to the process: in a container pass the GPUs in (docker --gpus all, "
+        "the NVIDIA runtime, the pod's GPU limit); check CUDA_VISIBLE_DEVICES and that "
+        "nvidia-smi works there; a CPU-only torch or vLLM install sees none either",
+    ),
+    "no_cuda_gpus": (
+        "PyTorch sees no CUDA GPU",
+        "no GPU is visible to the process (container GPUs, CUDA_VISIBLE_DEVICES, the NVIDIA "
+        "driver), or this torch was built without CUDA",
+    ),
+    "driver_too_old": (
+        "The NVIDIA driver is older than the CUDA this PyTorch was built for",
+        "update the driver, or install torch/vLLM wheels built for the CUDA the driver supports "
+        "(nvidia-smi's 'CUDA Version')",
+    ),
+    "no_kernel_image": (
+        "This build has no CUDA kernels for this GPU's architecture",
+        "the installed wheel or image was not compiled for this GPU (an older GPU, or a build "
+        "without its SM): a build or release that supports it; no engine setting adds kernels",
+    ),
+}
+
+
+def environment_problem(ctx) -> list[Finding]:
+    events = ctx.of("environment_problem")
+    if not events:
+        return []
+    event = events[0]
+    title, advice = _ENVIRONMENT.get(event.signature or "", ("The environment cannot run vLLM", ""))
+    driver = event.fields.get("driver_version")
+    evidence = [event.line.strip()[:400], "not a configuration problem: " + advice]
+    if driver:
+        evidence.append(f"the driver reports CUDA version {driver}")
+    return [Finding("environment-problem", None, "error", title, tuple(evidence), ())]
+
+
+RULES = (remote_code_required, checkpoint_weights_mismatch, environment_problem)

@@ -211,3 +211,18 @@ def test_another_weight_name_is_a_checkpoint_for_another_class_and_turns_no_knob
     log = "ValueError: There is no module or parameter named 'vision_tower.blocks.0' in LlamaForCausalLM"
     top = _top(log)
     assert top.id == "checkpoint-weights-mismatch" and not top.actions
+
+
+# --- the environment ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sig_id", ["device_type_unknown", "no_cuda_gpus", "driver_too_old", "no_kernel_image"]
+)
+def test_environment_problems_are_named_and_turn_no_knob(sig_id):
+    """vllm#13946 (Docker without GPUs: "Failed to infer device type"), vllm#18841 (no kernel
+    image in the 0.9.0 FP8 build): not engine settings."""
+    for example in BY_ID[sig_id].examples:
+        top = _top(example, ["vllm", "serve", "m", "--gpu-memory-utilization", "0.9"])
+        assert top.id == "environment-problem", example
+        assert top.step is None and not top.actions

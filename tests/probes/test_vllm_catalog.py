@@ -188,6 +188,7 @@ FINDING_FOR_KIND = {
     # rules_catalog_loading
     "remote_code_required": {"remote-code-required"},
     "checkpoint_weights_mismatch": {"checkpoint-weights-mismatch"},
+    "environment_problem": {"environment-problem"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -233,6 +234,7 @@ EVENT_RULE_KINDS = (
     "feature_combination_unsupported", "kv_cache_dtype_refused", "cuda_graph_unsupported",
     "batched_tokens_block_size", "spec_decode_batch_too_small", "quantization_unknown", "release_lacks_feature",
     "lora_rank_unsupported", "model_not_served", "remote_code_required", "checkpoint_weights_mismatch",
+    "environment_problem",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 
