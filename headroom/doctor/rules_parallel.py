@@ -13,7 +13,9 @@ from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import account, heads_valid
+from headroom.doctor.pp_support import NEWEST_READ, PP_SINCE
 from headroom.doctor.rules_parallel_split import divide_finding
+from headroom.doctor.versions import parse_version
 
 
 def heads_not_divisible(ctx) -> list[Finding]:
@@ -228,11 +230,28 @@ def tp_across_nodes(ctx) -> list[Finding]:
     ]
 
 
+_PP_TEXT_SINCE = (0, 6, 4)  # "... implement the `SupportsPP` interface": config.py 0.6.4.post1+
+
+
 def pp_unsupported(ctx) -> list[Finding]:
+    """ "Pipeline parallelism is not supported for this model. Supported models implement the
+    `SupportsPP` interface." (config 0.6.4+). vLLM adds PP support model by model
+    (doctor/pp_support.py, read from 18 releases: 274 architectures gained it between 0.5.5 and
+    0.33.0), and the field's answer is an upgrade (vllm#16231 Llama 4: "rebase to latest main,
+    it should be supported"; #45455 MiniMax-M3, #33685 Step3p5: PRs that add SupportsPP;
+    #54635: the MTP drafters). So: an architecture a later release runs PP is an upgrade; one
+    no release read runs PP gets the layout without PP (the GPUs as TP); an architecture the
+    input does not name is an upgrade to look up, with that layout as the way to start now."""
     events = ctx.of("pp_unsupported")
     if not events:
         return []
     total = ctx.knobs.tp * ctx.knobs.pp
+    named = ctx.of("resolved_architecture")
+    arch = named[0].fields.get("architecture") if named else None
+    arch = arch or getattr(ctx.model_read, "architecture", None)
+    since = PP_SINCE.get(str(arch)) if arch else None
+    version = parse_version(ctx.version)
+    evidence = [events[0].line.strip()]
     acts = [
         Action(
             "pipeline_parallel_size",
@@ -253,13 +272,42 @@ def pp_unsupported(ctx) -> list[Finding]:
                 "all-reduce on every layer: needs fast links",
             )
         )
+    workaround = (
+        "to start on this release meanwhile: --pipeline-parallel-size 1"
+        + (f" --tensor-parallel-size {total}" if len(acts) > 1 else "")
+        + " (the GPUs as TP, where the heads divide)"
+    )
+    # The text exists from 0.6.4 on: an unknown release is at least that one.
+    if since and (version or _PP_TEXT_SINCE) < (parse_version(since) or _PP_TEXT_SINCE):
+        evidence.append(
+            f"not a configuration problem: vLLM {since} and later run {arch} pipeline "
+            f"parallel (the first release read that does): upgrade; {workaround}"
+        )
+        title = f"This vLLM release cannot run {arch} pipeline parallel (upgrade)"
+        return [Finding("pp-unsupported-upgrade", None, "error", title, tuple(evidence), ())]
+    if arch is None:
+        evidence.append(
+            "not a configuration problem: vLLM adds pipeline parallelism model by model, and "
+            "releases after the one in use run it for more architectures (an upgrade, or the "
+            f"PR that adds SupportsPP to the model); {workaround}"
+        )
+        title = "This model has no pipeline parallelism in this vLLM (upgrade)"
+        return [Finding("pp-unsupported-upgrade", None, "error", title, tuple(evidence), ())]
+    if since is None:
+        evidence.append(f"no release read (up to {NEWEST_READ}) runs {arch} pipeline parallel")
+    else:  # supported by this release: the refusal is about another model (a draft model)
+        evidence.append(
+            f"{arch} runs PP from vLLM {since}: the model refused is likely another one (a speculative "
+            "decoding draft model without SupportsPP, or an architecture other than the one named); "
+            "without PP, or without the draft model"
+        )
     return [
         Finding(
             "pp-unsupported",
             3,
             "error",
             "This model cannot run pipeline parallel",
-            (events[0].line.strip(),),
+            tuple(evidence),
             tuple(acts),
         )
     ]

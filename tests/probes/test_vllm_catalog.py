@@ -130,7 +130,7 @@ FINDING_FOR_KIND = {
     "heads_not_divisible": {"tp-heads-not-divisible"},
     "kv_heads_not_divisible": {"tp-heads-not-divisible"},
     "world_size_too_large": {"world-size-too-large"},
-    "pp_unsupported": {"pp-unsupported"},
+    "pp_unsupported": {"pp-unsupported", "pp-unsupported-upgrade"},
     "unrecognized_arguments": {"unrecognized-arguments"},
     "shm_full": {"shm-full"},
     "watchdog_timeout": {"nccl-watchdog-timeout"},

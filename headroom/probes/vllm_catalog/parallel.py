@@ -87,6 +87,12 @@ ENTRIES: tuple[S, ...] = (
       r"Invalid partition string: (?P<value>\S+)", origin="raise", probe=("Invalid partition string: {}",),
       fields=("value",), feeds="pp-partition-invalid: VLLM_PP_LAYER_PARTITION is comma-separated integers",
       examples=("ValueError: Invalid partition string: 31;30",)),
+    # --- the architecture vLLM resolved (config 0.10.2+): which model class a PP refusal is ----
+    # about (rules_parallel.pp_unsupported reads it against doctor/pp_support.py)
+    S("resolved_architecture", "resolved_architecture", "info", ("Resolved architecture: ",),
+      r"Resolved architecture: (?P<architecture>\w+)", probe=("Resolved architecture: %s",),
+      fields=("architecture",), feeds="pp-unsupported: the architecture whose PP support is looked up",
+      examples=("Resolved architecture: MiniMaxM3SparseForConditionalGeneration",)),
     # --- expert parallelism against the model's experts (rules_parallel_sizes) -----------------
     # fused_moe/layer.py (0.9.2+): EPLB places the experts (routed + redundant) evenly.
     S("eplb_experts_uneven", "eplb_experts_uneven", "error",

@@ -351,6 +351,14 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'resolved_architecture': (
+        ('0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.10.2: vllm/config/__init__.py:742',
+            '0.11.0: vllm/config/model.py:547',
+        ),
+        ('__init__.py', 'model.py'),
+    ),
     'eplb_experts_uneven': (
         ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
