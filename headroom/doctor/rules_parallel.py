@@ -14,7 +14,7 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import account, heads_valid
 from headroom.doctor.pp_support import NEWEST_READ, PP_SINCE
-from headroom.doctor.rules_parallel_split import divide_finding
+from headroom.doctor.rules_parallel_split import divide_finding, other_part_finding
 from headroom.doctor.versions import parse_version
 
 
@@ -28,6 +28,13 @@ def heads_not_divisible(ctx) -> list[Finding]:
             # vLLM's divide() assertion (vllm/distributed/utils.py): a size split after the
             # heads check passed (KV heads, a vision encoder's heads, a layer's width).
             return divide_finding(ctx, event)
+        lm_passes = ctx.model is not None and heads_valid(ctx.model, ctx.knobs.tp)
+        if nums is None and (ctx.model is None or lm_passes):
+            # a bare assertion: a vision encoder the model or traceback names, or (when the
+            # language model's heads pass) another part's heads
+            found = other_part_finding(ctx, event)
+            if found or lm_passes:
+                return found or [_other_part(ctx, event)]
         evidence = [event.line.strip()]
     elif ctx.model is not None and not heads_valid(ctx.model, ctx.knobs.tp):
         # No log yet: the command line alone would be refused at start-up (a check before
@@ -85,6 +92,28 @@ def heads_not_divisible(ctx) -> list[Finding]:
             tuple(acts),
         )
     ]
+
+
+def _other_part(ctx, event) -> Finding:
+    """The language model's heads pass TP, yet a heads assertion failed: a part the table does
+    not know (a vision encoder, a draft model) has heads TP does not divide."""
+    model, tp = ctx.model, ctx.knobs.tp
+    evidence = (
+        event.line.strip(),
+        f"the language model's {model.num_attention_heads} heads / {model.num_kv_heads} KV heads "
+        f"pass TP {tp}: another part of the checkpoint (a vision encoder, a draft model) has "
+        "heads TP does not divide; the traceback's model file names it",
+    )
+    action = Action(
+        "tensor_parallel_size",
+        "set",
+        None,
+        "a TP that divides that part's heads too (its config's num_attention_heads / num_heads)",
+        "a different number of GPUs",
+        step=2,
+    )
+    title = f"Tensor parallel size {tp} does not divide the heads of a part of the model"
+    return Finding("tp-heads-not-divisible", 2, "error", title, evidence, (action,))
 
 
 def _nearest_tp(ctx, tp: int, heads: int | None) -> int | None:

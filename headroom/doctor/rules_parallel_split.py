@@ -24,7 +24,7 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import heads_valid
 from headroom.doctor.versions import format_version, parse_version
-from headroom.doctor.vision_towers import VisionTower, data_mode_available, tower_for
+from headroom.doctor.vision_towers import TOWERS, VisionTower, data_mode_available, tower_for
 
 _PP_SINCE = (0, 5, 1)  # 0.2-0.5.0: "Pipeline parallelism is not supported yet" (config.py)
 _ALLOW = frozenset(
@@ -65,7 +65,31 @@ def divide_finding(ctx, event) -> list[Finding]:
     if not replication and not _is_language_kv(model, count):
         tower = tower_for(count, model_name=name, architecture=getattr(model, "architecture", None),
                           frames=frames)  # fmt: skip
-    evidence = [event.line.strip()[:300]]
+    return split_finding(ctx, count, tp, replication, tower, [event.line.strip()[:300]])
+
+
+def other_part_finding(ctx, event) -> list[Finding] | None:
+    """A bare heads assertion ("assert self.total_num_heads % tp_size == 0", no numbers) when
+    the language model's heads pass TP: the heads are a vision encoder's the model's
+    architecture or name names (vision_towers.py), split like a divide() count; None when no
+    encoder is known (the caller says what it can)."""
+    model = ctx.model_read
+    name = getattr(ctx.inputs.command, "model", None) or getattr(model, "name", None)
+    frames = "\n".join(ctx.lines_before(event, 40))
+    arch = getattr(model, "architecture", None)
+    for heads in sorted({t.heads for t in TOWERS}):
+        tower = tower_for(heads, model_name=name, architecture=arch, frames=frames, guess=False)
+        if tower is not None:
+            if ctx.knobs.tp % tower.heads == 0 or tower.heads % ctx.knobs.tp == 0:
+                continue  # this encoder's heads pass the TP in use: not the one refused
+            evidence = [event.line.strip()[:300]]
+            return split_finding(ctx, tower.heads, ctx.knobs.tp, False, tower, evidence)
+    return None
+
+
+def split_finding(ctx, count: int, tp: int, replication: bool, tower, evidence) -> list[Finding]:
+    """The finding for `count` split over `tp` (see the module docstring)."""
+    model = ctx.model_read
     if tower is not None and not tower.released:
         return [_unreleased_split(ctx, tower, tp, evidence)]
     what = _what(model, count, tp, replication, tower)

@@ -91,12 +91,18 @@ TOWERS: tuple[VisionTower, ...] = (
 
 
 def tower_for(
-    heads: int, *, model_name: str | None, architecture: str | None, frames: str = ""
+    heads: int,
+    *,
+    model_name: str | None,
+    architecture: str | None,
+    frames: str = "",
+    guess: bool = True,
 ) -> VisionTower | None:
     """The vision encoder a divide() assertion over `heads` comes from: the model's
     architecture or name must carry it, or a traceback frame name its module. With nothing
     known of the model, only InternViT-6B's 25 heads name it: no language model vLLM serves
-    has 25 KV heads, and 25 attention heads would have failed the heads check first."""
+    has 25 KV heads, and 25 attention heads would have failed the heads check first (`guess`
+    False: only a named encoder)."""
     name = (model_name or "").lower()
     for tower in TOWERS:
         if tower.heads != heads:
@@ -105,7 +111,7 @@ def tower_for(
             return tower
         if re.search(rf"models[/\\]{tower.module}\.py", frames):
             return tower
-    if heads == 25 and not name and architecture is None:
+    if guess and heads == 25 and not name and architecture is None:
         return TOWERS[0]
     return None
 

@@ -122,3 +122,39 @@ def test_safe_tps_divide_the_tp_and_pass_the_split(count, tp, replication):
         assert 1 <= t < tp and tp % t == 0
         assert (count % t == 0 or t % count == 0) if replication else count % t == 0
     assert 1 in safe_tps(count, tp, replication)  # TP 1 always passes
+
+
+# 0.25.1's frames for GLM-4.xV's vision attention: glm4_1v.py:289 calls dist_utils.divide
+# (distributed/utils.py:63 -> ensure_divisibility's assert at :55).
+GLM_TRACE = """\
+  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/glm4_1v.py", line 289, in __init__
+    self.num_attention_heads_per_partition = dist_utils.divide(
+  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/utils.py", line 63, in divide
+    ensure_divisibility(numerator, denominator)
+  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/utils.py", line 55, in ensure_divisibility
+    assert numerator % denominator == 0, "{} is not divisible by {}".format(
+AssertionError: 12 is not divisible by 8"""
+
+
+def test_the_tracebacks_model_file_names_the_encoder_of_an_unnamed_checkpoint():
+    top = _top(GLM_TRACE, ["vllm", "serve", "/models/glm", "-tp", "8"], "8xH100")
+    assert "GLM-4.1V/4.5V" in top.title
+    assert _turns(top)["tensor_parallel_size"] == ("lower", 4)
+
+
+def test_a_bare_heads_assert_the_language_model_passes_names_another_part_and_no_same_tp():
+    # "assert self.total_num_heads % tp_size == 0" (models/*.py); Qwen2.5-7B's 28 heads and
+    # 4 KV heads pass TP 4, so the refused heads are another part's: no TP value to guess.
+    log = "    assert self.total_num_heads % tp_size == 0\nAssertionError"
+    top = _top(log, ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "-tp", "4"], "4xRTX4090")
+    assert top.id == "tp-heads-not-divisible"
+    assert _turns(top)["tensor_parallel_size"] == ("set", None)
+    assert any("another part" in e for e in top.evidence)
+
+
+def test_a_bare_heads_assert_without_the_model_guesses_no_encoder():
+    top = _top(
+        "    assert self.total_num_heads % tp_size == 0\nAssertionError",
+        ["--model", "/m", "-tp", "4"],
+    )
+    assert top.id == "tp-heads-not-divisible" and "InternViT" not in top.title

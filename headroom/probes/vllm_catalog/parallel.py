@@ -41,6 +41,25 @@ ENTRIES: tuple[S, ...] = (
       fields=("partition", "divisor"),
       feeds="quantized-tp-split (rules_quant_tp): a smaller TP, or --enable-expert-parallel",
       examples=("ValueError: MXFP8 MoE requires intermediate_size_per_partition divisible by 32, got 80.",)),
+    # --- heads split over TP, as a traceback quotes the model file's assertion ---------------
+    # models/*.py (0.2.7-0.25.1: ~200 attention classes assert it; the replication branch of
+    # 0.2-0.3's llama/mistral-style models asserts tp_size % kv heads). A bare assert carries
+    # no numbers: the rule sizes it from the model (rules_parallel.heads_not_divisible).
+    S("heads_assert_source", "heads_not_divisible", "error",
+      ("total_num_heads % tp_size == 0", "total_num_heads % tensor_model_parallel_world_size == 0",
+       "total_num_heads % tp_world_size == 0"),
+      origin="source",
+      probe=("assert self.total_num_heads % tp_size == 0",
+             "assert self.total_num_heads % tensor_model_parallel_world_size == 0",
+             "assert self.total_num_heads % tp_world_size == 0"),
+      feeds="tp-heads-not-divisible",
+      examples=("    assert self.total_num_heads % tp_size == 0",
+                "    assert self.total_num_heads % tensor_model_parallel_world_size == 0")),
+    S("kv_replication_assert_source", "kv_heads_not_divisible", "error",
+      ("tp_size % self.total_num_kv_heads == 0",),
+      origin="source", probe=("assert tp_size % self.total_num_kv_heads == 0",),
+      feeds="tp-heads-not-divisible (TP above the KV heads must be a multiple of them)",
+      examples=("    assert tp_size % self.total_num_kv_heads == 0",)),
     # --- TP above the node's GPUs, as the Ray executor warns it (rules_parallel) -------------
     # v1/executor/ray_utils.py (0.14.1+): device_count() of this node against TP x PP; on a
     # Ray cluster of several nodes it is the TP spread over nodes (tp-across-nodes).
