@@ -200,7 +200,9 @@ def _classify(clean: str, prefix: re.Match[str] | None, lineno: int | None) -> L
         message = message[joined.start() + 1 :]
     if message.endswith("across cluster]"):
         message = _RAY_REPEATED.sub("", message)
-    line = _Line(clean, message, _printer(prefix), _first_quote(message), lineno)
+    line = _Line(
+        clean, message, _printer(prefix), _first_quote(message), lineno, bare=prefix is None
+    )
     weaker: list[tuple[int, int]] | None = None
     for number in by_needle:  # a needle in the prefix alone does not count: test the message
         rule = RULES[number]
@@ -219,7 +221,7 @@ def _classify(clean: str, prefix: re.Match[str] | None, lineno: int | None) -> L
         if event is not _NO_MATCH:
             return event
     if may_be_cut and message.islower():  # a whole error line lower-cased by someone
-        lowered = _Line(clean, message, line.printer, line.quote, lineno, ignore_case=True)
+        lowered = _Line(clean, message, line.printer, line.quote, lineno, True, line.bare)
         event = _first_event(lowered, lowercase_rules(message), relaxed=True)
         if event is not _NO_MATCH:
             return event
@@ -234,6 +236,34 @@ class _Line:
     quote: int
     lineno: int | None
     ignore_case: bool = False
+    bare: bool = False  # no vLLM prefix: a paste, a thread title, a person's sentence
+
+
+# A line that starts with an exception's header ("ValueError: ..."): a quote inside it may hold
+# text a client supplied, so it keeps the quote rule.
+_EXCEPTION_HEAD = re.compile(
+    r"\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning)\b", re.I
+)
+# What may stand between a person's opening quote and the needle: the text before it (an
+# exception's type, "CUDA error:", a number), no other quote.
+_QUOTED_HEAD = re.compile(r"(?:[^'\"]|(?<=[A-Za-z])'(?=[A-Za-z])){0,400}")  # "model's" is no quote
+_CLOSING_QUOTE = {q: re.compile(r"(?<![A-Za-z])" + q + r"|" + q + r"(?![A-Za-z])") for q in "'\""}
+
+
+def _quotes_the_error(line: _Line, at: int) -> bool:
+    """A person quoting the error in their own words ("... docker image raise 'CUDA error: no
+    kernel image is available ...' for Llama4", a thread title): a bare line, not JSON, not an
+    exception's own message, whose quote opens the text (the needle within its first words)."""
+    message, quote = line.message, line.quote
+    head = message.lstrip()[:2]
+    if (
+        not line.bare
+        or head[:1] == "{"
+        or head in ('["', "['", "[{")
+        or _EXCEPTION_HEAD.match(message)
+    ):
+        return False  # JSON (a request body) or an exception's own message
+    return _QUOTED_HEAD.fullmatch(message, quote + 1, at) is not None
 
 
 _NO_MATCH = LogEvent("", "", "")  # a rule that does not apply (None: a line that is no event)
@@ -271,12 +301,17 @@ def _event(rule: Rule, line: _Line, at: int, *, relaxed: bool) -> LogEvent | Non
     # quoted inside another message (a prompt, a config value) is not the event itself.
     if line.printer is not None and rule.printed_by and line.printer not in rule.printed_by:
         return _NO_MATCH
+    text = line.message
     if 0 <= line.quote < at and not rule.quoted:
-        return _NO_MATCH
+        if not _quotes_the_error(line, at):
+            return _NO_MATCH
+        # the regex reads the quoted text alone, as vLLM printed it
+        closing = _CLOSING_QUOTE[text[line.quote]].search(text, at)
+        text = text[line.quote + 1 : closing.start() if closing else len(text)]
     fields: dict[str, object] = {}
     pattern = rule.pattern_ignoring_case if line.ignore_case else rule.pattern
     if pattern is not None:
-        match = pattern.search(line.message)
+        match = pattern.search(text)
         if match is None:
             if rule.require_match and not relaxed:
                 return _NO_MATCH

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -196,6 +197,30 @@ def test_an_exception_repr_is_the_exception_not_a_quote():
     assert classify_line(line).kind == "no_cache_memory"
     quoted = "(APIServer pid=3) ERROR 11-29 11:24:21 [serving_chat.py:10] Error in request: 'CUDA out of memory'"
     assert classify_line(quoted) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(FAILURES), st.sampled_from(["'", '"']),
+       st.sampled_from(["[Bug]: vllm 0.9.0 raises {} on start", "Got {} when starting the server", "{}"]))  # fmt: skip
+def test_a_person_quoting_the_error_in_a_sentence_is_read(case, quote, sentence):
+    """A thread title or a sentence that quotes the error ("docker image raise 'CUDA error: no
+    kernel image ...' for Llama4", vllm#18841): the quote opens the text itself."""
+    sig, example = case
+    if sig.origin == "log" or re.search(r"\"|(?<![A-Za-z])'|'(?![A-Za-z])", example):
+        return  # a logger's text needs its own prefix; a text with quotes of its own is ambiguous
+    line = sentence.format(quote + example + quote)
+    event = classify_line(line)
+    assert event is not None and event.kind == sig.kind, (sig.id, line)
+
+
+def test_a_quote_inside_an_exception_message_still_does_not_count():
+    """An exception that quotes what a client sent ("Invalid prompt: '...'") is about the
+    request; the text inside is the client's, never vLLM's event."""
+    event = classify_line(
+        "ValueError: Invalid prompt: 'CUDA out of memory. Tried to allocate 2.00 GiB.'"
+    )
+    assert event is None or event.kind != "cuda_oom"
+    assert classify_line('{"prompt": "CUDA out of memory. Tried to allocate 2.00 GiB."}') is None
 
 
 def test_a_text_quoted_by_pydantic_reads_as_itself():
