@@ -335,5 +335,38 @@ def ep_without_moe(ctx) -> list[Finding]:
     return [Finding("ep-without-moe", 3, "error", title, (event.line.strip()[:400],), acts)]
 
 
+def ep_required(ctx) -> list[Finding]:
+    """A MoE kernel (DeepSeek V4's MegaMoE, EPLB) that runs only with expert parallelism: turn
+    it on; with it already on the refusal is a bug (vllm#55914, fixed in the engine)."""
+    event = _first(ctx, "ep_required")
+    if event is None:
+        return []
+    evidence = [event.line.strip()[:400]]
+    if _ep_on(ctx):
+        evidence.append(
+            "not a configuration problem: --enable-expert-parallel is on already, so vLLM "
+            "refuses its own layout (a bug fixed in later builds: upgrade)"
+        )
+        title = "vLLM refuses expert parallelism that is on (upgrade / known bug)"
+        return [Finding("ep-required-bug", None, "error", title, tuple(evidence), ())]
+    acts = (
+        Action(
+            "enable_expert_parallel",
+            "set",
+            True,
+            "this MoE path places whole experts on each GPU: it needs expert parallelism",
+            "all-to-all traffic between the GPUs for the experts",
+            step=3,
+        ),
+    )
+    title = "This MoE configuration needs --enable-expert-parallel"
+    return [Finding("ep-required", 3, "error", title, tuple(evidence), acts)]
+
+
+def _ep_on(ctx) -> bool:
+    value = ctx.arg("enable_expert_parallel")
+    return value is True or str(value).lower() in ("true", "1")
+
+
 RULES = (world_size_too_large, dp_exceeds_gpus, pp_partition_invalid, eplb_experts_uneven,
-         ep_without_moe)  # fmt: skip
+         ep_without_moe, ep_required)  # fmt: skip

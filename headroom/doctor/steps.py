@@ -32,6 +32,7 @@ _ID_ORDER = (
     "vision-heads-split-fixed",
     "pp-partition-invalid",
     "ep-without-moe",
+    "ep-required",
     "eplb-experts-uneven",
     "dp-exceeds-gpus",
     # the weights alone not fitting outranks an OOM that also lists other processes: stopping

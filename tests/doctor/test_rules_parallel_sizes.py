@@ -167,6 +167,7 @@ FAMILY = {
     "eplb_experts_uneven": "eplb-experts-uneven",
     "ep_without_moe": "ep-without-moe",
     "ct_wna16_moe_group_split": "quantized-tp-split",
+    "moe_requires_ep": "ep-required",
     "mxfp8_moe_split": "quantized-tp-split",
 }
 
@@ -189,7 +190,9 @@ def _cases():
 
 @pytest.mark.parametrize(("line", "finding"), list(_cases()))
 def test_every_text_of_the_family_reaches_its_finding(line, finding):
-    argv = ["vllm", "serve", "m", "-tp", "8", "-pp", "2", "--enable-expert-parallel"]
+    argv = ["vllm", "serve", "m", "-tp", "8", "-pp", "2"]
+    if finding != "ep-required":
+        argv.append("--enable-expert-parallel")
     found = {f.id for f in diagnose(DoctorInputs(log=line, command=parse_command(argv))).findings}
     assert finding in found, (line, found)
 
@@ -221,3 +224,14 @@ def test_no_world_finding_when_the_gpus_suffice_or_nodes_are_several():
     multi = diagnose(DoctorInputs(command=parse_command(["vllm", "serve", "m", "-tp", "8", "-pp", "2"]),
                                   gpu_spec=parse_gpu_spec("8xH100"), nodes=2))  # fmt: skip
     assert "world-size-too-large" not in {f.id for f in multi.findings}
+
+
+def test_a_kernel_that_needs_expert_parallel_turns_it_on_unless_it_is_on():
+    log = BY_ID["moe_requires_ep"].examples[0]
+    top = _top(log, ["vllm", "serve", "deepseek-ai/DeepSeek-V4-Pro", "-tp", "8"])
+    assert _turns(top) == [("enable_expert_parallel", "set", True)]
+    on = _top(
+        log,
+        ["vllm", "serve", "deepseek-ai/DeepSeek-V4-Pro", "-tp", "8", "--enable-expert-parallel"],
+    )
+    assert on.id == "ep-required-bug" and not on.actions  # vllm#55914: a bug, fixed in the engine

@@ -122,6 +122,19 @@ ENTRIES: tuple[S, ...] = (
       feeds="eplb-experts-uneven: redundant experts that make the count divide by the EP ranks",
       examples=("ValueError: EPLB currently only supports even distribution of experts across ranks. Got 160 "
                 "experts and 6 EP ranks.",)),
+    # MoE kernels that run only with expert parallelism: DeepSeek V4's MegaMoE (models/
+    # deepseek_v4, 0.20.2+; "Enable it with --enable-expert-parallel"), MuseSpark and Kimi K3
+    # (0.32.0+); config/parallel.py (0.14.1+): EPLB balances the experts of an EP group only.
+    S("moe_requires_ep", "ep_required", "error",
+      ("MegaMoE currently requires expert parallel", "MegaMoE requires expert parallel",
+       "must be True to use EPLB"),
+      origin="raise",
+      probe=("MegaMoE currently requires expert parallel", "MegaMoE requires expert parallel",
+             "enable_expert_parallel must be True to use EPLB."),
+      feeds="ep-required: --enable-expert-parallel (with it already on: a bug, vllm#55914)",
+      examples=("NotImplementedError: DeepSeek V4 MegaMoE currently requires expert parallel. Enable it with "
+                "--enable-expert-parallel, or pick a different MoE backend.",
+                "ValueError: enable_expert_parallel must be True to use EPLB.")),
     # config/model.py _verify_with_expert_parallelism (0.8.5+): a dense model with EP on.
     S("ep_without_moe", "ep_without_moe", "error",
       ("must be greater than 0 when expert parallelism is enabled",),

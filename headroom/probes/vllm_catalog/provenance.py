@@ -410,6 +410,17 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'moe_requires_ep': (
+        ('0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.10.2: vllm/config/parallel.py:361',
+            '0.20.2: vllm/config/parallel.py:451, vllm/model_executor/models/deepseek_v4.py:1235, vllm/model_executor/models/deepseek_v4.py:723',
+            '0.25.1: vllm/config/parallel.py:482, vllm/models/deepseek_v4/nvidia/model.py:528, vllm/models/deepseek_v4/nvidia/model.py:955, vllm/models/deepseek_v4/xpu/model.py:615',
+            '0.32.0: vllm/config/parallel.py:566, vllm/models/deepseek_v4/nvidia/model.py:1307, vllm/models/deepseek_v4/nvidia/model.py:689, vllm/models/deepseek_v4/xpu/model.py:606',
+            '0.33.0: vllm/config/parallel.py:570, vllm/models/deepseek_v4/nvidia/model.py:233, vllm/models/deepseek_v4/nvidia/model.py:831, vllm/models/deepseek_v4/xpu/model.py:606',
+        ),
+        (),
+    ),
     'ep_without_moe': (
         ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
