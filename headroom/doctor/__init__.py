@@ -26,6 +26,7 @@ from headroom.doctor import (
     rules_parallel,
     rules_parallel_sizes,
     rules_preflight,
+    rules_quant_preflight,
     rules_quant_tp,
     rules_runtime,
     rules_startup,
@@ -93,6 +94,7 @@ def all_rules():
         + rules_catalog.RULES
         + rules_catalog_limits.RULES
         + rules_quant_tp.RULES
+        + rules_quant_preflight.RULES
         + rules_catalog_comms.RULES
         + rules_catalog_config.RULES
         + rules_catalog_loading.RULES

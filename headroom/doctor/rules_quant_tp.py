@@ -32,7 +32,6 @@ import re
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import heads_valid
-from headroom.doctor.rules_parallel_split import safe_tps
 from headroom.doctor.versions import parse_version
 
 _EP_SINCE = (0, 8, 0)
@@ -120,7 +119,7 @@ def quantized_tp_split(ctx) -> list[Finding]:
             evidence.append(f"{how}: a TP must divide them")
     acts: list[Action] = []
     if tp > 1 and shape_fits:
-        acts = _lower_tp(ctx, tp, groups, evidence)
+        acts = lower_tp(ctx, tp, (groups,) if groups else (), evidence)
     elif tp <= 1:
         evidence.append(
             "a tensor-parallel size whose shards the quantization's groups/blocks divide "
@@ -153,18 +152,18 @@ def quantized_tp_split(ctx) -> list[Finding]:
     return [Finding("quantized-tp-split", 2, "error", title, tuple(evidence), tuple(acts))]
 
 
-def _lower_tp(ctx, tp: int, groups: int | None, evidence: list[str]) -> list[Action]:
+def lower_tp(ctx, tp: int, groups: tuple[int, ...], evidence: list[str]) -> list[Action]:
     """The layout search when model and GPUs are known, else the largest safe TP (half the
-    TP when the groups are unknown) with PP over the GPUs it gives up."""
+    TP when the group counts are unknown) with PP over the GPUs it gives up."""
     if groups and ctx.model is not None and ctx.gpu is not None:
         searched, checked = fix_actions(
-            ctx, _WHY + ", and hold the weights", allow=_ALLOW, step=2, tp_divides=(groups,)
+            ctx, _WHY + ", and hold the weights", allow=_ALLOW, step=2, tp_divides=groups
         )
         if searched and all(a.value is not None for a in searched):
             evidence.extend(checked)
             # the TP the split sets first (step 2), the PP and budget that go with it after
             return sorted(searched, key=lambda a: a.knob != "tensor_parallel_size")
-    fits = safe_tps(groups, tp, False) if groups else [t for t in range(1, tp) if tp % t == 0]
+    fits = [t for t in range(1, tp) if tp % t == 0 and all(g % t == 0 for g in groups)]
     if not groups:
         fits = [t for t in fits if t <= tp // 2]
     if ctx.model is not None:

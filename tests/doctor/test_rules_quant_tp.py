@@ -150,3 +150,54 @@ def test_no_tp_is_ever_raised_for_a_split():
             for finding in d.findings:
                 for a in finding.actions:
                     assert not (a.knob == "tensor_parallel_size" and a.direction == "raise")
+
+
+# --- before any log: the checkpoint's config says it (rules_quant_preflight) ---------------------
+# Qwen2.5-VL-72B-Instruct-AWQ's text config (vllm#13640, QwenLM/Qwen3-VL#231: "intermediate_size
+# 29568 / group 128 = 231, not divisible by 2, 4 or 8"); Qwen2.5-72B-Instruct-AWQ pads it to 29696.
+QWEN25_72B_AWQ = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 8192,
+    "intermediate_size": 29696, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "num_hidden_layers": 80, "vocab_size": 152064, "max_position_embeddings": 32768,
+    "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm",
+                            "zero_point": True},
+}  # fmt: skip
+# Qwen3-30B-A3B-FP8's config.json: 48 layers of 128 experts of width 768, fp8 blocks [128, 128].
+QWEN3_30B_FP8 = {
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+    "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+    "num_experts_per_tok": 8, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+    "num_hidden_layers": 48, "vocab_size": 151936, "max_position_embeddings": 40960,
+    "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                            "weight_block_size": [128, 128]},
+}  # fmt: skip
+
+
+def _preflight(config, name, tp, extra=()):
+    model = shape_from_config(config, name)
+    argv = ["vllm", "serve", f"/models/{name}", "-tp", str(tp), *extra]
+    d = diagnose(DoctorInputs(command=parse_command(argv), model=model))
+    return {f.id: f for f in d.findings}.get("quantized-tp-split")
+
+
+def test_a_config_whose_mlp_tp_splits_off_its_groups_is_refused_before_start():
+    unpadded = dict(QWEN25_72B_AWQ, intermediate_size=29568)
+    f = _preflight(unpadded, "qwen2.5-vl-72b-awq-text", 4)
+    assert f is not None and f.step == 2
+    assert _turns(f)[0] == ("tensor_parallel_size", "lower", 1)
+    assert _preflight(QWEN25_72B_AWQ, "qwen2.5-72b-instruct-awq", 8) is None  # 29696: 232 groups
+
+
+def test_fp8_blocks_of_the_experts_and_expert_parallel_keeping_them_whole():
+    f = _preflight(QWEN3_30B_FP8, "qwen3-30b-a3b-fp8", 8)  # 768 / 8 = 96 < a block of 128
+    assert f is not None and _turns(f)[0][:2] == ("tensor_parallel_size", "lower")
+    assert 6 % _turns(f)[0][2] == 0  # 768 = 6 blocks: TP 2 (or 1)
+    assert _preflight(QWEN3_30B_FP8, "qwen3-30b-a3b-fp8", 2) is None
+    assert _preflight(QWEN3_30B_FP8, "qwen3-30b-a3b-fp8", 8, ("--enable-expert-parallel",)) is None
+
+
+def test_a_table_shape_says_nothing_before_start():
+    d = diagnose(
+        DoctorInputs(command=parse_command(["vllm", "serve", "Qwen/Qwen3-30B-A3B-FP8", "-tp", "8"]))
+    )
+    assert "quantized-tp-split" not in {f.id for f in d.findings}
