@@ -16,6 +16,7 @@ from headroom.doctor import (
     rules_catalog_loading,
     rules_compat,
     rules_defaults,
+    rules_flags,
     rules_gpu,
     rules_hang,
     rules_long_context,
@@ -98,6 +99,7 @@ def all_rules():
         + rules_catalog_comms.RULES
         + rules_catalog_config.RULES
         + rules_catalog_loading.RULES
+        + rules_flags.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_hang.RULES

@@ -247,21 +247,7 @@ def nccl_and_shm(ctx) -> list[Finding]:
                 (),
             )
         )
-    unknown = ctx.of("unrecognized_arguments")
-    if unknown:
-        out.append(
-            Finding(
-                "unrecognized-arguments",
-                None,
-                "error",
-                "vLLM rejected a flag",
-                (
-                    unknown[0].line.strip(),
-                    "flags change between versions (e.g. --swap-space is gone in 0.18)",
-                ),
-                (),
-            )
-        )
+    # a rejected flag ("unrecognized arguments") is rules_flags.unrecognized_arguments's
     return out
 
 
