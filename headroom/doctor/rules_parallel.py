@@ -126,15 +126,23 @@ def _nearest_tp(ctx, tp: int, heads: int | None) -> int | None:
             # Weights sized from the name: the TP that divides the heads must also hold
             # them (52 heads, TP 3, a 33B model on 32 GiB GPUs: TP 2 cannot, TP 4 can),
             # even when that means more GPUs than the node has.
-            above = [t for t in range(floor, heads + 1) if heads % t == 0]
+            above = _kv_safe([t for t in range(floor, heads + 1) if heads % t == 0])
             if above:
                 return min(above, key=lambda t: (abs(t - tp), t))
-        candidates = [t for t in range(1, limit + 1) if heads % t == 0]
+        candidates = _kv_safe([t for t in range(1, limit + 1) if heads % t == 0])
     else:
         return None
     fitting = [t for t in candidates if _fits(ctx, t)] or candidates
     # Nearest; on a tie the smaller TP (the GPUs for it surely exist).
     return min(fitting, key=lambda t: (abs(t - tp), t)) if fitting else None
+
+
+def _kv_safe(tps: list[int]) -> list[int]:
+    """With the KV heads unknown, the powers of two among `tps` when there are any: nearly
+    every GQA model's KV heads are a power of two (1, 2, 4, 8, 16), which a power-of-two TP
+    divides or is a multiple of; 40 heads at TP 6 was answered TP 5, which fails the 8 KV
+    heads of Qwen2.5-14B/32B and Qwen1.5-32B (TP 4 passes)."""
+    return [t for t in tps if t & (t - 1) == 0] or tps
 
 
 # "Qwen1.5-72B-Chat", "LLaMA-33B", "Mixtral-8x7B": the parameter count a name carries.

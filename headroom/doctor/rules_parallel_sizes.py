@@ -130,7 +130,9 @@ def _one_node(ctx, tp: int, pp: int, gpus: int | None, evidence: list[str]) -> l
             evidence.extend(checked)
             return sorted(searched, key=lambda a: a.knob != "tensor_parallel_size")
     limit = max(gpus // pp, 1)
-    valid = A.valid_tps(ctx.model, limit) if ctx.model is not None else list(range(1, limit + 1))
+    # Without the model: a divisor of the TP in use, whose heads vLLM would accept.
+    valid = (A.valid_tps(ctx.model, limit) if ctx.model is not None
+             else [t for t in range(1, limit + 1) if tp % t == 0])  # fmt: skip
     value = max(valid or [1])
     if value >= tp:
         return []

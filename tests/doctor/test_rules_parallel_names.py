@@ -74,3 +74,21 @@ def test_the_divide_assertion_names_the_tp_when_the_command_line_does_not():
     assert top.id == "tp-heads-not-divisible"
     act = next(a for a in top.actions if a.knob == "tensor_parallel_size")
     assert act.direction == "lower" and 12 % act.value == 0 and act.value < 8
+
+
+def test_unknown_kv_heads_prefer_a_power_of_two_tp():
+    # 40 heads at TP 6 (Qwen2.5-14B/32B, Qwen1.5-32B: 8 KV heads): TP 5 divides the heads but
+    # not the KV heads; the nearest power of two that divides 40 is 4.
+    d = diagnose(DoctorInputs(log="ValueError: Total number of attention heads (40) must be "
+                                  "divisible by tensor parallel size (6)."))  # fmt: skip
+    act = next(a for a in d.findings[0].actions if a.knob == "tensor_parallel_size")
+    assert (act.direction, act.value) == ("lower", 4)
+
+
+def test_a_world_above_the_gpus_without_the_model_keeps_a_divisor_of_the_tp():
+    d = diagnose(DoctorInputs(
+        log="RuntimeError: please set tensor_parallel_size (8) to less than max local gpu count (6)",
+        command=parse_command(["vllm", "serve", "/m", "-tp", "8"]),
+    ))  # fmt: skip
+    act = next(a for a in d.findings[0].actions if a.knob == "tensor_parallel_size")
+    assert (act.direction, act.value) == ("lower", 4)  # not 6: 8's heads need not divide by 6
