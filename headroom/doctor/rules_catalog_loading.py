@@ -9,6 +9,8 @@ tokenizer and weights, before any memory is sized.
   its LM head, an embedding model: serve it as one (--task embed; --runner pooling from 0.10,
   where --task is deprecated and, from 0.14, gone). Any other name is a checkpoint for another
   class or release: named, no knob.
+- --tokenizer-mode mistral on a repository in Hugging Face format (no tekken.json): the default
+  modes (auto) read it.
 - The environment (probes/vllm_catalog/environment.py): no GPU visible to the process, a driver
   older than the wheels' CUDA, a build without kernels for this GPU: named, no knob.
 """
@@ -80,6 +82,29 @@ def checkpoint_weights_mismatch(ctx) -> list[Finding]:
     return [Finding("checkpoint-weights-mismatch", None, "error", title, tuple(evidence), ())]
 
 
+def mistral_format_mismatch(ctx) -> list[Finding]:
+    """--tokenizer-mode mistral (with --config-format / --load-format mistral) reads a Mistral
+    repository's own files (tekken.json, params.json, consolidated weights); a repository in
+    Hugging Face format has none: the default modes read it."""
+    events = ctx.of("mistral_format_mismatch")
+    if not events:
+        return []
+    act = Action(
+        "tokenizer_mode",
+        "set",
+        "auto",
+        "the repository is in Hugging Face format: it has no Mistral tokenizer file for the "
+        "mistral mode (drop --config-format/--load-format mistral with it)",
+        "none for an HF-format repository",
+    )
+    title = "A Mistral-format tokenizer was asked of a repository that has none"
+    return [
+        Finding(
+            "mistral-format-mismatch", None, "error", title, (events[0].line.strip()[:400],), (act,)
+        )
+    ]
+
+
 _ENVIRONMENT = {
     "device_type_unknown": (
         "vLLM sees no GPU: it could not tell which device to run on",
@@ -118,4 +143,9 @@ def environment_problem(ctx) -> list[Finding]:
     return [Finding("environment-problem", None, "error", title, tuple(evidence), ())]
 
 
-RULES = (remote_code_required, checkpoint_weights_mismatch, environment_problem)
+RULES = (
+    remote_code_required,
+    checkpoint_weights_mismatch,
+    mistral_format_mismatch,
+    environment_problem,
+)

@@ -226,3 +226,13 @@ def test_environment_problems_are_named_and_turn_no_knob(sig_id):
         top = _top(example, ["vllm", "serve", "m", "--gpu-memory-utilization", "0.9"])
         assert top.id == "environment-problem", example
         assert top.step is None and not top.actions
+
+
+def test_a_mistral_tokenizer_asked_of_an_hf_repository_goes_back_to_auto():
+    """vllm#17210: --tokenizer-mode mistral on an HF-format GGUF repository."""
+    top = _top(
+        BY_ID["mistral_tokenizer_missing"].examples[0],
+        ["vllm", "serve", "m", "--tokenizer-mode", "mistral"],
+    )
+    assert top.id == "mistral-format-mismatch"
+    assert _turn(top) == ("tokenizer_mode", "set", "auto")

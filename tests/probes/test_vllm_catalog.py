@@ -189,6 +189,7 @@ FINDING_FOR_KIND = {
     "remote_code_required": {"remote-code-required"},
     "checkpoint_weights_mismatch": {"checkpoint-weights-mismatch"},
     "environment_problem": {"environment-problem"},
+    "mistral_format_mismatch": {"mistral-format-mismatch"},
     # NOT_CONFIG: named, and no knob turned (checked below)
     "vllm_bug": {"vllm-reported-bug"},
     "pp_unsupported_release": {"pp-unsupported-release"},
@@ -234,7 +235,7 @@ EVENT_RULE_KINDS = (
     "feature_combination_unsupported", "kv_cache_dtype_refused", "cuda_graph_unsupported",
     "batched_tokens_block_size", "spec_decode_batch_too_small", "quantization_unknown", "release_lacks_feature",
     "lora_rank_unsupported", "model_not_served", "remote_code_required", "checkpoint_weights_mismatch",
-    "environment_problem",
+    "environment_problem", "mistral_format_mismatch",
 )  # fmt: skip
 PREFIXED_DOCTOR_CASES = [case for case in CASES if case.values[0].kind in EVENT_RULE_KINDS]
 

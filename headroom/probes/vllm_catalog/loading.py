@@ -37,6 +37,16 @@ ENTRIES: tuple[S, ...] = (
                 "the option `trust_remote_code=True` to remove this error.",
                 "ValueError: The repository for microsoft/phi-2 contains custom code which must be executed to "
                 "correctly load the model. You can inspect the repository content at https://hf.co/microsoft/phi-2.")),
+    # --- a Mistral-format tokenizer asked of a repository in Hugging Face format -------------------
+    # vllm/transformers_utils/tokenizers/mistral.py find_tokenizer_file (0.6.4-0.11.0): with
+    # --tokenizer-mode mistral the repository must hold tekken.json or tokenizer.model.v*
+    # (vllm#17210: an HF-format GGUF repo, answered by dropping the mistral modes).
+    S("mistral_tokenizer_missing", "mistral_format_mismatch", "error", ("Make sure that a Mistral tokenizer is present",),
+      origin="raise", quoted=True, probe=("Make sure that a Mistral ",),
+      feeds="mistral-format-mismatch: --tokenizer-mode auto (and config/load format auto)",
+      examples=("OSError: Found 0 files matching the pattern: `^tokenizer\\.model\\.v.*$|^tekken\\.json$|"
+                "^tokenizer\\.mm\\.model\\.v.*$`. Make sure that a Mistral tokenizer is present in "
+                "['Mistral-Small-3.1-24B-Instruct-2503-Q6_K.gguf', 'config.json', 'params.json'].",)),
     # --- weights the model class has no place for ------------------------------------------------
     # vllm/model_executor/models/utils.py AutoWeightsLoader (0.7.3+): a checkpoint weight with no
     # module of that name. A bare base-model name ('embed_tokens', 'layers', not 'model.…') in a

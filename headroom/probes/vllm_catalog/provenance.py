@@ -792,6 +792,13 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'mistral_tokenizer_missing': (
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.6.4.post1: vllm/transformers_utils/tokenizers/mistral.py:100',
+        ),
+        (),
+    ),
     'no_module_for_weight': (
         ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
