@@ -27,7 +27,12 @@ from headroom.probes.ray_cluster import RayCluster, RayClusterProbe
 from headroom.probes.ray_status import parse_ray_status
 from headroom.vllm_cmd import VllmCommand, parse_command
 from headroom.vllm_cmd.command import ENV_ASSIGNMENT, PYTHON_PROGRAM, CommandLineError
-from headroom.vllm_cmd.config_file import ConfigFileError, with_config_file
+from headroom.vllm_cmd.config_file import (
+    ConfigFileError,
+    with_config_file,
+    with_config_file_if_readable,
+)
+from headroom.vllm_cmd.launchers import LaunchReading, read_launch_line
 
 
 class InputError(ValueError):
@@ -43,11 +48,44 @@ def read_text(path: str) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def read_command(vllm_argv: list[str]) -> tuple[VllmCommand | None, str | None]:
-    """The command line after `--`, with its `--config FILE.yaml` expanded, and a note when
-    the line was read as a script that takes vLLM's engine args (`python3 bench.py ...`)."""
+def read_command(
+    vllm_argv: list[str], gpus: int | None = None
+) -> tuple[VllmCommand | None, str | None, LaunchReading | None]:
+    """The command line after `--`, with its `--config FILE.yaml` expanded, a note when the
+    line was read as something else's (a launcher's flags read as vLLM's engine args, a
+    container's command, a script that takes vLLM's engine args), and that reading."""
     if not vllm_argv:
-        return None, None
+        return None, None, None
+    reading = read_launch_line(vllm_argv, gpus=gpus, read_file=_read_named_file)
+    if reading is not None:
+        try:
+            command, note = _read_vllm_line(list(reading.argv))
+        except CommandLineError:
+            reading = None  # the line as typed says more than the reading (its error)
+        else:
+            if not reading.translated:
+                return command, note, None
+            return with_config_file_if_readable(command), reading.note(), reading
+    command, note = _read_vllm_line(vllm_argv)
+    try:
+        return with_config_file(command), note, None
+    except ConfigFileError as exc:
+        raise InputError(str(exc)) from exc
+
+
+def _read_named_file(path: str) -> str | None:
+    """A launcher's configuration file the line names, when it is here (a line pasted from
+    another machine names files this one has not: the reading says so)."""
+    try:
+        full = Path(path).expanduser()
+        if not full.is_file() or full.stat().st_size > 1 << 20:
+            return None
+        return full.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _read_vllm_line(vllm_argv: list[str]) -> tuple[VllmCommand, str | None]:
     if ENV_ASSIGNMENT.fullmatch(vllm_argv[0]):
         # `CUDA_VISIBLE_DEVICES=0,1 vllm serve ...` pasted from a shell: the doctor only
         # reads the line, so it is the same as `env CUDA_VISIBLE_DEVICES=0,1 vllm ...`;
@@ -77,10 +115,7 @@ def read_command(vllm_argv: list[str]) -> tuple[VllmCommand | None, str | None]:
             )
         else:
             raise
-    try:
-        return with_config_file(command), note
-    except ConfigFileError as exc:
-        raise InputError(str(exc)) from exc
+    return command, note
 
 
 def script_engine_flags(argv: list[str]) -> tuple[str, list[str]] | None:
@@ -232,7 +267,9 @@ def read_ray_cluster(args, env: Mapping[str, str]) -> RayCluster | None:
 def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = None) -> DoctorInputs:
     """Read every input the arguments name; raises InputError for unreadable user input."""
     env = os.environ if env is None else env
-    command, command_note = read_command(vllm_argv)
+    gpu_spec, gpu_count = read_gpus_option(args.gpus) if args.gpus else (None, None)
+    given_gpus = gpu_spec.count if gpu_spec is not None else gpu_count
+    command, command_note, launch = read_command(vllm_argv, gpus=given_gpus)
     lacking: list[str] = [command_note] if command_note else []
     log = None
     if args.log:
@@ -257,7 +294,6 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
         model, problem = model_for_name(name, env)
     if problem:
         lacking.append(problem)
-    gpu_spec, gpu_count = read_gpus_option(args.gpus) if args.gpus else (None, None)
     if args.gpus and gpu_spec is None:
         lacking.append(
             f"GPU memory unknown (--gpus {args.gpus} gives the count only; add :MEMORY_GIB, "
@@ -288,7 +324,9 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
         host=host,
         nodes=nodes,
         ray_cluster=ray_cluster,
-        vllm_version=args.vllm_version or server_version(args.metrics),
+        vllm_version=args.vllm_version
+        or server_version(args.metrics)
+        or (launch.release if launch is not None else None),
         lacking=tuple(lacking),
         gpu_count=gpu_count if gpu_spec is None else None,
     )

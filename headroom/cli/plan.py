@@ -147,7 +147,6 @@ def main(argv: list[str]) -> int:
     from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec, resolve_nodes
     from headroom.doctor.model_table import UnknownModelError
     from headroom.doctor.planner import plan, plan_to_json
-    from headroom.vllm_cmd.config_file import parse_command_with_config
 
     try:
         if args.concurrency < 1 or (args.context is not None and args.context < 1):
@@ -161,9 +160,9 @@ def main(argv: list[str]) -> int:
             why = problem if model is None else describe_unread(model)
             raise ValueError(f"cannot plan {args.model}: {why}")
         topology = _topology(args.topo) if args.topo else None
-        command = None
+        command = launch = None
         if vllm_argv:
-            command = parse_command_with_config(vllm_argv)
+            command, launch = _given_command(vllm_argv, gpu.count)
         result = plan(
             model,
             gpu,
@@ -171,10 +170,14 @@ def main(argv: list[str]) -> int:
             context=args.context,
             concurrency=args.concurrency,
             goal=args.goal,
-            version=args.vllm_version,
+            version=args.vllm_version or (launch.release if launch is not None else None),
             command=command,
             topology=topology,
         )
+        if launch is not None:
+            from dataclasses import replace
+
+            result = replace(result, notes=(*result.notes, launch.note()))
     except (GpuSpecError, UnknownModelError, ValueError) as exc:
         print(f"headroom plan: {exc}", file=sys.stderr)
         return 2
@@ -190,6 +193,19 @@ def main(argv: list[str]) -> int:
     else:
         print(render_text(result, bringups))
     return 0 if result.fits else 1
+
+
+def _given_command(vllm_argv: list[str], gpus: int):
+    """The command line after `--`: vLLM's own, or a launcher's (FastChat, LLaMA-Factory,
+    verl, a container ...) read as the vLLM engine args it starts vLLM with; the reading is
+    returned when the line was translated, so the plan says so."""
+    from headroom.cli.doctor_inputs import InputError, read_command
+
+    try:
+        command, _, launch = read_command(vllm_argv, gpus=gpus)
+    except InputError as exc:
+        raise ValueError(str(exc)) from exc
+    return command, launch
 
 
 def _line_json(line: NodeLine) -> dict:

@@ -133,8 +133,28 @@ def _nearest_tp(ctx, tp: int, heads: int | None) -> int | None:
     else:
         return None
     fitting = [t for t in candidates if _fits(ctx, t)] or candidates
-    # Nearest; on a tie the smaller TP (the GPUs for it surely exist).
-    return min(fitting, key=lambda t: (abs(t - tp), t)) if fitting else None
+    # Nearest; on a tie the smaller TP (the GPUs for it surely exist), unless the GPUs'
+    # memory is unknown and the smaller TP puts more of the model's weights on each GPU
+    # than a 24 GiB card (the commonest of the field's multi-GPU boxes) holds beside its
+    # cache: TP 3 of Yi-34B (68 GB) fails its 56 heads, and TP 2 would need 34 GB a GPU
+    # where TP 4 needs 17 (lm-sys/FastChat#2771: 'For 24gb gpus, you need 4 of them').
+    upward = model is not None and ctx.gpu is None and _heavy_below(model, tp, fitting)
+    return min(fitting, key=lambda t: (abs(t - tp), -t if upward else t)) if fitting else None
+
+
+_WEIGHTS_A_SMALL_GPU_HOLDS_GIB = 24 * 0.9 - 4  # a 24 GiB card at 0.9, a few GiB kept for the rest
+
+
+def _heavy_below(model, tp: int, candidates: list[int]) -> bool:
+    below = [t for t in candidates if t < tp]
+    if not below:
+        return False
+    from headroom.doctor.model_bytes import weights_gib_per_gpu
+
+    try:
+        return weights_gib_per_gpu(model, max(below), 1) > _WEIGHTS_A_SMALL_GPU_HOLDS_GIB
+    except (ArithmeticError, AttributeError, TypeError, ValueError):
+        return False
 
 
 def _kv_safe(tps: list[int]) -> list[int]:

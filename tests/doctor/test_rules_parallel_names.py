@@ -92,3 +92,17 @@ def test_a_world_above_the_gpus_without_the_model_keeps_a_divisor_of_the_tp():
     ))  # fmt: skip
     act = next(a for a in d.findings[0].actions if a.knob == "tensor_parallel_size")
     assert (act.direction, act.value) == ("lower", 4)  # not 6: 8's heads need not divide by 6
+
+
+def test_gpus_unknown_a_tie_goes_up_when_the_lower_tp_would_not_fit_a_24_gib_card():
+    # Yi-34B: 56 heads, 8 KV heads; TP 3 lies between 2 and 4. TP 2 puts ~32 GiB of weights
+    # on each GPU, TP 4 ~16: with the memory unknown the divisor above is the safe one
+    # (lm-sys/FastChat#2771: 'For 24gb gpus, you need 4 of them with vllm').
+    act = _tp_action("Yi-34B-Chat", 56, 3, None)
+    assert (act.direction, act.value) == ("raise", 4)
+
+
+def test_gpus_unknown_a_small_model_keeps_the_smaller_tp_on_a_tie():
+    # Qwen2.5-7B: 28 heads, 4 KV heads; TP 2 holds ~7 GiB a GPU, which any card does.
+    act = _tp_action("Qwen2.5-7B-Instruct", 28, 3, None)
+    assert (act.direction, act.value) == ("lower", 2)

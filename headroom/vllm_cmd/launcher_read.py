@@ -1,0 +1,298 @@
+"""Which launcher a command is, and its settings read into vLLM engine args (the tables of
+`launcher_tables`; how each tool turns its settings into engine args is noted there)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from headroom.vllm_cmd.flags import lookup_dest
+from headroom.vllm_cmd.launcher_args import (
+    Setting,
+    as_int,
+    as_json_object,
+    engine_value,
+    normal_name,
+    read_settings,
+    vllm_spec,
+    yaml_scalar,
+)
+from headroom.vllm_cmd.launcher_config import config_settings
+from headroom.vllm_cmd.launcher_tables import (
+    EASYR1,
+    FASTCHAT,
+    KSERVE,
+    LLAMA_FACTORY,
+    LLAMA_FACTORY_INFER,
+    OPENRLHF,
+    TRL_SERVE,
+    TRL_TRAINER,
+    VERL,
+    XINFERENCE,
+    Launcher,
+)
+from headroom.vllm_cmd.scan import scan_tokens
+
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "half": "float16",
+           "float": "float32"}  # fmt: skip
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?$")
+# Runners of a training script: the script and its flags come after the runner's options.
+_SCRIPT_RUNNERS = {"accelerate", "torchrun", "deepspeed", "ray"}
+# (prompt, response) defaults a launcher sums into max_model_len when only one is said.
+_LENGTH_DEFAULTS = {"verl": (512, 512), "easyr1": (512, 512), "openrlhf": (1024, 1024),
+                    "llamafactory_vllm_infer": (2048, 1024)}  # fmt: skip
+_LF_SUBCOMMANDS = {"api", "chat", "webchat", "eval", "export", "train", "webui", "env"}
+ReadFile = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class ToolReading:
+    launcher: Launcher
+    engine_args: dict[str, object]
+    renamed: tuple[tuple[str, str], ...]
+    defaults: tuple[str, ...]
+    visible_gpus: int | None
+    visible_from: str | None
+    notes: tuple[str, ...]
+
+
+def program_of(words: Sequence[str]) -> tuple[str, str, list[str]]:
+    """(kind, name, arguments): ("module", "fastchat.serve.vllm_worker", ...),
+    ("script", "vllm_infer.py", ...) or ("program", "llamafactory-cli", ...)."""
+    words = list(words)
+    for _ in range(4):  # accelerate launch ... / ray job submit -- python ...
+        if not words:
+            return "program", "", []
+        if words[0].startswith("-") or "=" in words[0]:
+            return "program", "", words  # settings alone (an args: list, pasted overrides)
+        program = os.path.basename(words[0])
+        if _PYTHON.fullmatch(program):
+            j = 1
+            while j < len(words) and words[j].startswith("-") and words[j] != "-m":
+                j += 2 if words[j] in ("-W", "-X") else 1
+            if j + 1 < len(words) and words[j] == "-m":
+                return "module", words[j + 1], words[j + 2 :]
+            if j < len(words):
+                return "script", os.path.basename(words[j]), words[j + 1 :]
+            return "program", program, []
+        if program in _SCRIPT_RUNNERS:
+            if "--" in words:
+                words = words[words.index("--") + 1 :]
+                continue
+            at = next((k for k, w in enumerate(words) if w.endswith(".py") or w == "-m"), None)
+            if at is None:
+                return "program", program, words[1:]
+            if words[at] == "-m":
+                return ("module", words[at + 1], words[at + 2 :]) if at + 1 < len(words) else (
+                    "program", program, [])  # fmt: skip
+            return "script", os.path.basename(words[at]), words[at + 1 :]
+        return "program", program, words[1:]
+    return "program", "", []
+
+
+def identify(words: Sequence[str]) -> tuple[Launcher, list[str]] | None:
+    """The launcher these words run, and the arguments it reads; None when none is known."""
+    kind, name, args = program_of(words)
+    names = {normal_name(t.partition("=")[0]) for t in args if t.startswith("-") or "=" in t}
+    if name.startswith("fastchat.serve.vllm_worker") or name == "vllm_worker.py":
+        return FASTCHAT, args
+    if name == "vllm_infer.py":
+        return LLAMA_FACTORY_INFER, args
+    if name in ("llamafactory-cli", "lmf") or name.startswith("llamafactory"):
+        return LLAMA_FACTORY, args
+    if name == "trl" and args[:1] == ["vllm-serve"] or name.startswith("trl.scripts.vllm_serve"):
+        return TRL_SERVE, args[1:] if name == "trl" else args
+    if name == "xinference" and args[:1] == ["launch"]:
+        return XINFERENCE, args[1:]
+    if name.startswith("huggingfaceserver") or (
+        "model_id" in names and names & {"backend", "model_name", "model_dir"}
+    ):
+        return KSERVE, args
+    if name.startswith("openrlhf.") or names & {"pretrain", "vllm_num_engines", "vllm.num_engines"}:
+        return OPENRLHF, args
+    if names & {"use_vllm", "vllm_mode"} or (name == "trl" and args):
+        return TRL_TRAINER, args
+    if any(n.startswith(("worker.rollout.", "worker.actor.")) for n in names):
+        return EASYR1, args
+    if any(n.startswith("actor_rollout_ref.") for n in names) or name.startswith("verl.trainer"):
+        return (EASYR1 if name == "verl.trainer.main" else VERL), args
+    if names & set(LLAMA_FACTORY.settings) - {"model_name_or_path", "cache_dir"} or (
+        "infer_backend" in names
+    ):
+        return LLAMA_FACTORY, args
+    if names & {"vllm_tensor_parallel_size", "vllm_gpu_memory_utilization"}:
+        return TRL_TRAINER, args
+    return None
+
+
+def read_tool(
+    launcher: Launcher,
+    args: list[str],
+    env: Mapping[str, str],
+    gpus: int | None,
+    read_file: ReadFile | None,
+) -> ToolReading:
+    notes: list[str] = []
+    if launcher is LLAMA_FACTORY and args[:1] and args[0] in _LF_SUBCOMMANDS:
+        args = args[1:]
+    from_file, file_notes, file_named = config_settings(launcher, args, read_file)
+    notes.extend(file_notes)
+    typed = [
+        replace(s, name=launcher.aliases.get(s.name, s.name))
+        for s in read_settings(args, lambda name: _is_bool(launcher, name))
+    ]
+    settings: dict[str, Setting] = {s.name: s for s in [*from_file, *typed]}
+    out: dict[str, object] = {}
+    renamed: list[tuple[str, str]] = []
+    lengths: dict[str, int] = {}
+    visible, visible_from = _visible(env)
+
+    def put(engine: str, raw: object, shown: str) -> None:
+        value, why = engine_value(engine, raw)
+        if why is not None:
+            notes.append(f"{shown} not read ({why})")
+            return
+        out[engine] = value
+        if normal_name(shown) != engine:
+            renamed.append((shown, engine))
+
+    for name, s in settings.items():
+        shown = s.typed
+        entry = launcher.settings.get(name)
+        if entry is not None:
+            engine, how = entry
+            if how == "length":
+                n = as_int(s.value)
+                if n is not None and n > 0:
+                    lengths[engine] = n
+            elif how == "gpus":
+                count = _gpu_count(s.value)
+                if count is not None:
+                    visible, visible_from = count, f"{shown} {yaml_scalar(s.value)}"
+            elif how == "engine_args":
+                mapping = as_json_object(s.value) if isinstance(s.value, str) else None
+                for key, value in (mapping or {}).items():
+                    if lookup_dest(str(key)) is not None:
+                        put(str(key), value, f"{shown}.{key}")
+            elif how == "dtype":
+                word = str(yaml_scalar(s.value)).lower()
+                put(engine, _DTYPES.get(word, word), shown)
+            elif how == "above_one":
+                n = as_int(s.value)
+                if n is not None and n > 1:
+                    put(engine, n, shown)
+            elif how == "above_one_on":
+                n = as_int(s.value)
+                if n is not None:
+                    put(engine, n > 1, shown)
+            elif how == "set_on":
+                if str(yaml_scalar(s.value)).lower() not in ("", "null", "none", "false"):
+                    put(engine, True, shown)
+            else:
+                put(engine, s.value, shown)
+            continue
+        prefix = next((p for p in launcher.prefixes if name.startswith(p)), None)
+        if prefix is not None:
+            if lookup_dest(name[len(prefix) :]) is not None:
+                put(name[len(prefix) :], s.value, shown)
+            continue
+        if name in launcher.own or s.typed == "":
+            continue
+        _vllm_flag(launcher, args, s, put)
+    if launcher is TRL_TRAINER and str(yaml_scalar(_raw(settings, "vllm_mode"))) == "server":
+        return ToolReading(launcher, {k: v for k, v in out.items() if k == "model"}, (), (),
+                           visible, visible_from,
+                           ("the trainer asks a `trl vllm-serve` server (vllm_mode server): "
+                            "the engine's settings are on that server's line",))  # fmt: skip
+    _derive(launcher, out, lengths, visible, gpus, notes, renamed)
+    defaults: list[str] = []
+    file_unread = file_named and bool(file_notes)
+    if not file_unread:
+        for key, value in launcher.defaults.items():
+            if key not in out and not (key == "max_model_len" and lengths):
+                out[key] = value
+                defaults.append(f"{key} {value}")
+    elif launcher.defaults:
+        notes.append(f"{launcher.name}'s defaults not assumed: the config it names sets them")
+    if launcher is XINFERENCE and "model" not in out:
+        model = yaml_scalar(_raw(settings, "model_name"))
+        size = str(yaml_scalar(_raw(settings, "size_in_billions"))).replace("_", ".")
+        if model:  # its registry's name and size: `-n qwen2.5-instruct -s 0_5` is 0.5B
+            out["model"] = f"{model}-{size}b" if size else str(model)
+    return ToolReading(launcher, out, tuple(renamed), tuple(defaults), visible, visible_from,
+                       tuple(notes))  # fmt: skip
+
+
+def _raw(settings: Mapping[str, Setting], name: str) -> str | bool:
+    found = settings.get(name)
+    return found.value if found is not None else ""
+
+
+def _is_bool(launcher: Launcher, name: str) -> bool:
+    entry = launcher.settings.get(name)
+    if entry is not None:
+        spec = lookup_dest(entry[0]) if entry[1] == "value" else None
+        return spec is not None and spec.kind in ("bool", "flag")
+    if name in ("use_vllm", "no_register", "trust_remote_code", "enable_thinking"):
+        return True
+    spec = vllm_spec("--" + name.replace("_", "-"), exact=False)
+    return spec is not None and spec.kind in ("bool", "flag")
+
+
+def _vllm_flag(launcher: Launcher, args: list[str], s: Setting, put) -> None:
+    """A setting that is not the launcher's own: read when it is one of vLLM's flags (any
+    spelling vLLM takes where the launcher hands vLLM's flags through, else only vLLM's
+    exact name: the launcher would refuse it, but the person meant vLLM's flag)."""
+    if not s.typed.startswith("-"):
+        return
+    if vllm_spec(s.typed, exact=not launcher.vllm_flags) is None:
+        return
+    occurrences = scan_tokens(args[s.start : s.end], strict=False)
+    if occurrences and occurrences[0].spec is not None:
+        put(occurrences[0].dest, occurrences[0].value, s.typed)
+
+
+def _visible(env: Mapping[str, str]) -> tuple[int | None, str | None]:
+    value = env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None, None
+    devices = [d for d in value.strip("'\"").split(",") if d.strip()]
+    if not devices or devices == ["-1"]:
+        return None, None
+    return len(devices), f"CUDA_VISIBLE_DEVICES={value}"
+
+
+def _gpu_count(raw: str | bool) -> int | None:
+    text = str(yaml_scalar(raw))
+    if text.isdigit():
+        return int(text) if int(text) > 0 else None
+    items = [x for x in text.split(",") if x.strip().isdigit()]
+    return len(items) if items and len(items) == len(text.split(",")) else None
+
+
+def _derive(launcher, out, lengths, visible, gpus, notes, renamed) -> None:
+    """What each launcher computes itself (its source, in launcher_tables)."""
+    if "max_model_len" not in out and lengths:
+        prompt_default, response_default = _LENGTH_DEFAULTS.get(launcher.key, (0, 0))
+        prompt = lengths.get("prompt", prompt_default)
+        response = lengths.get("response", response_default)
+        if prompt and response:
+            out["max_model_len"] = prompt + response
+            renamed.append(("prompt + response length", "max_model_len"))
+            if launcher is VERL:
+                notes.append("verl before v0.7 gives vLLM prompt + response length as "
+                             "max_model_len; v0.7+ the model's own length")  # fmt: skip
+    seen = visible if visible is not None else gpus
+    if launcher in (LLAMA_FACTORY, XINFERENCE) and "tensor_parallel_size" not in out:
+        if seen:
+            out["tensor_parallel_size"] = seen
+            renamed.append(("every GPU it sees", "tensor_parallel_size"))
+        else:
+            notes.append(f"{launcher.name} runs tensor parallel over every GPU it sees; "
+                         "the line does not say how many")  # fmt: skip
+    if launcher is LLAMA_FACTORY_INFER and "tensor_parallel_size" not in out and seen:
+        pp = out.get("pipeline_parallel_size")
+        out["tensor_parallel_size"] = max(seen // (pp if isinstance(pp, int) and pp > 0 else 1), 1)
+        renamed.append(("GPUs it sees // pipeline_parallel_size", "tensor_parallel_size"))
