@@ -14,7 +14,11 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import account, heads_valid
 from headroom.doctor.pp_support import NEWEST_READ, PP_SINCE
-from headroom.doctor.rules_parallel_split import divide_finding, other_part_finding
+from headroom.doctor.rules_parallel_split import (
+    divide_finding,
+    other_part_finding,
+    vision_heads_before_start,
+)
 from headroom.doctor.versions import parse_version
 
 
@@ -371,4 +375,4 @@ def pp_unsupported(ctx) -> list[Finding]:
 
 
 # world_size_too_large: rules_parallel_sizes.py
-RULES = (heads_not_divisible, tp_across_nodes, pp_unsupported)
+RULES = (heads_not_divisible, vision_heads_before_start, tp_across_nodes, pp_unsupported)

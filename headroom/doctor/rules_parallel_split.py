@@ -205,3 +205,28 @@ def _unreleased_split(ctx, tower: VisionTower, tp: int, evidence: list[str]) -> 
     )
     title = f"This vLLM build splits {tower.name}'s {tower.heads} heads over TP (upgrade)"
     return Finding("vision-heads-split-fixed", None, "error", title, tuple(evidence), ())
+
+
+def vision_heads_before_start(ctx) -> list[Finding]:
+    """No log yet: a vision encoder the model names (vision_towers.py) whose heads the TP does
+    not divide, in a release that splits them without a fallback, is refused at load as
+    "N is not divisible by TP" (GLM-4.5V's 12 heads at TP 8, vllm#24004), unless
+    --mm-encoder-tp-mode data runs the encoder whole."""
+    tp = ctx.knobs.tp
+    if tp <= 1 or ctx.events or str(ctx.arg("mm_encoder_tp_mode") or "") == "data":
+        return []
+    model = ctx.model_read
+    name = getattr(ctx.inputs.command, "model", None) or getattr(model, "name", None)
+    arch = getattr(model, "architecture", None)
+    if ctx.model is not None and not heads_valid(ctx.model, tp):
+        return []  # the language model's heads fail first (rules_parallel.heads_not_divisible)
+    for heads in sorted({t.heads for t in TOWERS}):
+        tower = tower_for(heads, model_name=name, architecture=arch, guess=False)
+        if tower is None or not tower.released or heads % tp == 0:
+            continue
+        evidence = [
+            f"{tower.name} has {heads} attention heads, which vLLM splits over TP "
+            f"({tower.module}.py): TP {tp} is refused at load ('{heads} is not divisible by {tp}')"
+        ]
+        return split_finding(ctx, heads, tp, False, tower, evidence)
+    return []

@@ -158,3 +158,20 @@ def test_a_bare_heads_assert_without_the_model_guesses_no_encoder():
         ["--model", "/m", "-tp", "4"],
     )
     assert top.id == "tp-heads-not-divisible" and "InternViT" not in top.title
+
+
+def test_before_any_log_a_named_encoder_whose_heads_tp_does_not_divide_is_refused():
+    # GLM-4.5V at TP 8 (vllm#24004's command): the same answer as the assertion it would print.
+    d = diagnose(
+        DoctorInputs(command=parse_command(["vllm", "serve", "zai-org/GLM-4.5V", "-tp", "8"]))
+    )
+    top = d.findings[0]
+    assert top.id == "tp-heads-not-divisible" and _turns(top)["tensor_parallel_size"] == (
+        "lower",
+        4,
+    )
+    for argv in (["vllm", "serve", "zai-org/GLM-4.5V", "-tp", "8", "--mm-encoder-tp-mode", "data"],
+                 ["vllm", "serve", "zai-org/GLM-4.5V", "-tp", "4"],
+                 ["vllm", "serve", "OpenGVLab/InternVL2-26B", "-tp", "4"]):  # fmt: skip
+        found = diagnose(DoctorInputs(command=parse_command(argv))).findings
+        assert "tp-heads-not-divisible" not in {f.id for f in found}, argv
