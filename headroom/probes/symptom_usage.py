@@ -31,7 +31,8 @@ _TAKE = (
 )
 _AMOUNT = (
     r"(?:almost\s+|nearly\s+|about\s+|around\s+|over\s+|more\s+than\s+|up\s+to\s+)?"
-    r"(?:all|most|so\s+much|too\s+much|much\s+more|much|a\s+lot\s+of|lots\s+of|huge|high|"
+    r"(?:all|most|(?:the\s+)?(?:whole|entire)|so\s+much|too\s+much|much\s+more|much|a\s+lot\s+of|"
+    r"lots\s+of|huge|high|"
     r"excessive|\d{2,3}\s*%|\d+(?:\.\d+)?\s*(?:G|GB|GiB)(?![A-Za-z]))"
 )
 _GPU_MEMORY = r"(?:GPU|VRAM|vram|video|gpu\s+ram|graphics)"
@@ -55,8 +56,10 @@ _EN = (
 _ZH = (
     r"显存(?:的)?(?:占用|使用|消耗)(?:量|率)?(?:过高|太高|太大|很大|过大|很高|偏高|非常大|非常高|巨大|"
     r"达到|超过|高达)",
-    r"(?:占用|占|吃|用|消耗)(?:了)?(?:大量|全部|所有|几乎全部|几乎所有|很多|太多|\d{2,3}\s*%|"
-    r"\d+(?:\.\d+)?\s*[Gg][Bb]?)(?:的)?显存",
+    # "占用整个显存" (QwenLM/Qwen#835), "只占用 50 % 的显存", "占满了整个显存"
+    r"(?:占用|占|吃|用|消耗)(?:了)?(?:大量|全部|所有|整个|几乎全部|几乎所有|很多|太多|\d{2,3}\s*%|"
+    r"\d+(?:\.\d+)?\s*[Gg][Bb]?)\s*(?:的)?显存",
+    r"(?:占满|吃满|用满|占尽)(?:了)?(?:整个|全部|所有)?(?:的)?显存",
     r"(?:占用|占|吃|用|消耗)(?:了)?(?:的)?显存(?:太多|过多|很多|过大|太大|过高|太高)",
     r"(?:降低|减少|限制|控制|减小)(?:vllm|vLLM)?(?:的)?显存(?:占用|使用|消耗)?",
 )

@@ -30,6 +30,8 @@ from headroom.probes.symptom_usage import memory_taken
         "takes 38 GB GPU memory with VLM",
         # vllm-project/vllm#4723 (title)
         "[Performance]: Why does vllm spend so much memory even using OPT model?",
+        # QwenLM/Qwen#835 (description): it takes the whole GPU memory, can it be limited to 50 %
+        "vLLM 部署时会占用整个显存，这个有办法限制吗？比如限制只占用 50 % 的显存",
     ],
 )
 def test_vllm_said_to_take_too_much_gpu_memory(text):
