@@ -9,6 +9,7 @@ utilization at start-up means others hold memory: lower the utilization to what 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from headroom.doctor import actions as A
@@ -32,6 +33,9 @@ def _number(fields: Mapping[str, object], key: str) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+# CUDA graphs named in a person's words ("CUDA graph", "cudagraphs", "graph capture")
+_GRAPHS_IN_WORDS = re.compile(r"\bcuda[ _-]?graphs?\b|\bgraph[ _-]captur", re.IGNORECASE | re.ASCII)
+
 # Frames of a model forward pass in a traceback, in every release read: a layer's forward
 # (model_executor/layers/*.py, "in forward"), V0's profile_run / execute_model /
 # determine_num_available_blocks, V1's _dummy_run / determine_available_memory.
@@ -52,9 +56,15 @@ def oom_phase(ctx, event: LogEvent) -> str:
     if event.fields.get("from_words"):
         # A person's words (probes.symptom_text) are a line of unknown phase: "OOM when
         # loading the model" in a title means the start-up, not the weight loader's frame.
-        # Only the log's own lines may place it (after start-up: the runtime).
+        # Only the log's own lines may place it (after start-up: the runtime), or the words
+        # themselves when they put the memory on CUDA graphs ("CUDA graph generation is on
+        # by default, which takes up to 3 Gio of VRAM ... I trigger an Out Of Memory error",
+        # bentoml/OpenLLM#1003): the memory vLLM's own hint says graphs take beside the
+        # budget ("CUDA graphs can take additional 1~3 GiB memory per GPU", V0 model_runner).
         started = any(e.kind in ("startup_complete", "stats") for e in before)
-        return "runtime" if started else "unknown"
+        if started:
+            return "runtime"
+        return "graphs" if _GRAPHS_IN_WORDS.search(event.line) else "unknown"
     around = " ".join(
         ctx.lines_before(event) or [e.line for e in ctx.events[max(0, index - 6) : index + 1]]
     )

@@ -117,3 +117,26 @@ def test_torch_20_wording_also_dates_a_v0_release():
     )
     assert Context(DoctorInputs(log=line)).version == "0.3.3"
     assert Context(DoctorInputs(log=OOM_MODERN)).version is None
+
+
+def test_words_that_put_the_oom_on_cuda_graphs_turn_eager_mode_first():
+    # bentoml/OpenLLM#1003 (description): the words say where the memory went
+    said = (
+        "Since vllm 0.2.7, CUDA graph generation is on by default, which takes up to 3 Gio of "
+        "VRAM in addition to the model. On my hardware, this means I trigger an Out Of Memory "
+        "error."
+    )
+    top = _top(said)
+    assert top.id == "cuda-oom-graphs"
+    assert (top.actions[0].knob, top.actions[0].direction) == ("enforce_eager", "set")
+    assert not any(
+        a.knob == "gpu_memory_utilization" and a.direction == "raise" for a in top.actions
+    )
+    # words that name no graphs keep the table's order for an OOM of unknown phase
+    # (EleutherAI/lm-evaluation-harness#1923, a commenter's report)
+    other = _top("specifically: it OOMs even before running any requests.")
+    assert other.id == "cuda-oom-unknown"
+    assert (other.actions[0].knob, other.actions[0].direction) == (
+        "gpu_memory_utilization",
+        "lower",
+    )
