@@ -203,16 +203,26 @@ def _across_nodes(ctx, world: int, gpus: int, nodes: int, line: str, evidence) -
 
 def dp_exceeds_gpus(ctx) -> list[Finding]:
     event = _first(ctx, "dp_exceeds_gpus")
-    if event is None:
-        return []
     tp, pp = ctx.knobs.tp, max(ctx.knobs.pp, 1)
     dp = _int(ctx.arg("data_parallel_size")) or 1
     dp_local = _int(ctx.arg("data_parallel_size_local"))
-    room = _int(event.fields.get("dp_available"))
     gpus = ctx.gpu_count
+    if event is None:
+        # No log yet: on one node, DP ranks x TP x PP above the GPUs at hand never start.
+        found = gpus_at_hand(ctx)
+        ranks = dp_local or (dp if ctx.nodes == 1 else None)
+        if ctx.events or not found or not ranks or ranks < 2 or ranks * tp * pp <= found[0]:
+            return []
+        gpus = found[0]
+        evidence = [
+            f"{found[1]}: {ranks} data-parallel ranks x TP {tp} x PP {pp} = {ranks * tp * pp} "
+            f"GPUs, {gpus} there"
+        ]
+    else:
+        evidence = [event.line.strip()[:400]]
+    room = _int(event.fields.get("dp_available")) if event is not None else None
     if room is None and gpus:
         room = gpus // (tp * pp)
-    evidence = [event.line.strip()[:400]]
     knob = "data_parallel_size_local" if dp_local else "data_parallel_size"
     current = dp_local or dp
     target = None

@@ -235,3 +235,13 @@ def test_a_kernel_that_needs_expert_parallel_turns_it_on_unless_it_is_on():
         ["vllm", "serve", "deepseek-ai/DeepSeek-V4-Pro", "-tp", "8", "--enable-expert-parallel"],
     )
     assert on.id == "ep-required-bug" and not on.actions  # vllm#55914: a bug, fixed in the engine
+
+
+def test_before_any_log_dp_ranks_above_the_gpus_lower_dp():
+    argv = ["vllm", "serve", "Qwen/Qwen3-30B-A3B", "--data-parallel-size", "4", "-tp", "2"]
+    top = _top(None, argv, "4xH100")
+    assert top.id == "dp-exceeds-gpus" and _turns(top) == [("data_parallel_size", "lower", 2)]
+    fits = diagnose(
+        DoctorInputs(command=parse_command([*argv[:-1], "1"]), gpu_spec=parse_gpu_spec("4xH100"))
+    )
+    assert "dp-exceeds-gpus" not in {f.id for f in fits.findings}
