@@ -10,7 +10,8 @@ Exact when vLLM prints the total:
 Otherwise a lower bound, from what must have fitted in the budget (gpu_worker.py
 determine_available_memory: available KV = total x utilization - (weights + peak activation
 + non-torch) - CUDA-graph estimate), so total >= (weights + CUDA graphs + available KV) /
-utilization; and from the CUDA-graph line ("The current --gpu-memory-utilization=A is
+utilization (the available KV alone, without a weights line, is a lower floor still); and
+from the CUDA-graph line ("The current --gpu-memory-utilization=A is
 equivalent to --gpu-memory-utilization=B without CUDA graph memory profiling": B = A -
 graphs / total), so total ~ graphs / (A - B), taken at the low end of the printed rounding.
 """
@@ -90,6 +91,10 @@ def gpu_total_from_log(
     available = next((v for p in _AVAILABLE if (v := _last(p, lines)) is not None), None)
     if utilization and weights:
         floors.append((weights + graphs + (available or 0.0)) / utilization)
+    elif utilization and available and available > 0:
+        # No weights line (a pasted excerpt, a refusal quoted alone): the KV cache vLLM sized
+        # is itself inside the budget, so total >= (CUDA graphs + available KV) / utilization
+        floors.append((graphs + available) / utilization)
     floors = [f for f in floors if f > 0]
     return (round(max(floors), 2), False) if floors else None
 

@@ -48,6 +48,14 @@ KV_STORY_PROFILE = [
 ]
 KV_STORY_LOG = "\n".join([*KV_STORY_PROFILE, KV_STORY_ERROR])
 LLAMA = "vllm serve meta-llama/Llama-3.1-8B-Instruct"
+# eugr/spark-vllm-docker#396 as pasted (the thread's quote bars kept; vLLM 0.29.1rc1): no
+# weights line, the GPU not named; 0.85 fixed it, vLLM itself suggested 0.8417
+SPARK_REFUSAL = (
+    "▎ Available KV cache memory: 22.5 GiB\n"
+    "▎ ValueError: To serve at least one request with the model's max seq len (196608),\n"
+    "▎ 23.25 GiB KV cache is needed, which is larger than the available KV cache memory (22.5 GiB).\n"
+    "▎ Based on the available memory, the estimated maximum model length is 190272."
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,11 @@ ROWS = [
     # The real vLLM-CPU capture: --kv-cache-memory-bytes 1000000; raising the bytes is exact.
     # One request of 2,048 tokens: cdiv(2048, 128) = 16 blocks + the null block = 17 x 65,536
     # B x 2 layers = 2,228,224 bytes at least.
+    # No weights line: the 22.5 GiB of KV alone says total >= 22.5 / 0.8 = 28.13 GiB, and
+    # 0.75 / 28.13 + 0.01 -> 0.84 closes the 0.75 GiB gap on it (the thread's 0.85 did)
+    Row("spark refusal, GPU unknown at 0.8", SPARK_REFUSAL, None,
+        "vllm serve m --gpu-memory-utilization 0.8", ("gpu_memory_utilization", "raise", 0.84),
+        ...),
     Row("vLLM-CPU capture, kv-cache-memory-bytes", CPU_FAIL, None, None,
         ("kv_cache_memory_bytes", "raise", None), None),
 ]  # fmt: skip
@@ -135,7 +148,11 @@ def test_kv_budget_raise_leads_only_when_it_closes_the_gap(row: Row):
           "profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization="
           "0.9200 is equivalent to --gpu-memory-utilization=0.9038 without CUDA graph memory "
           "profiling."], 0.92, 118.71, False),
-        ([KV_STORY_ERROR], 0.92, None, None),
+        # the refusal alone: its available KV is inside the budget, 6.04 / 0.92 = 6.57
+        ([KV_STORY_ERROR], 0.92, 6.57, False),
+        # eugr/spark-vllm-docker#396 (two DGX Sparks, stock 0.8): 22.5 / 0.8 = 28.13
+        (SPARK_REFUSAL.splitlines(), 0.8, 28.13, False),
+        (["no memory line at all"], 0.92, None, None),
     ],
 )  # fmt: skip
 def test_gpu_total_from_log(lines, util, expected, exact):
