@@ -17,6 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from headroom.vllm_cmd.shell_line import NEWLINE
+
 _VLLM_IMAGE = re.compile(r"(?:^|/)vllm/vllm-(?:openai|tpu)(?:-rocm)?(?::(?P<tag>[\w.\-]+))?$")
 _ROCM_IMAGE = re.compile(r"(?:^|/)rocm/vllm(?:-dev)?(?::(?P<tag>[\w.\-]+))?$")
 _TAG_RELEASE = re.compile(r"v?(\d+\.\d+\.\d+(?:\.post\d+|\.\d+)?)(?:[-+_].*)?")
@@ -131,33 +133,96 @@ def _device_count(text: str) -> int | None:
     return len(items)
 
 
-def yaml_command(tokens: Sequence[str]) -> tuple[list[str], str | None, int | None] | None:
-    """(the command's tokens, image, nvidia.com/gpu count) of a pasted compose or Kubernetes
-    text (`image: ...`, `command:`/`args:` lists, `nvidia.com/gpu: 2`); None when the
-    tokens have no `command:`/`args:` key."""
-    keys = [i for i, t in enumerate(tokens) if t.strip("'\"") in ("command:", "args:")]
-    if not keys:
+@dataclass(frozen=True)
+class ContainerSpec:
+    """What a pasted compose, Kubernetes, SkyPilot or dstack text says about the engine."""
+
+    words: tuple[str, ...]  # the command (`command:` + `args:`, `run:`, `commands:`)
+    image: str | None
+    env: tuple[tuple[str, str], ...]
+    visible_gpus: int | None
+    gpus_said: str | None
+
+
+_COMMAND_KEYS = ("command:", "args:", "run:", "commands:")
+_BLOCK_INDICATORS = {"|", ">", "|-", ">-", "|+", ">+"}
+
+
+def yaml_command(tokens: Sequence[str]) -> ContainerSpec | None:
+    """The command of a pasted container spec: compose/Kubernetes `command:` and `args:`
+    lists or strings, SkyPilot's `run: |` and dstack's `commands:`; its `image:`, its
+    environment (`- CUDA_VISIBLE_DEVICES=0,1`, `- name: X` / `value: Y`) and its GPUs
+    (`nvidia.com/gpu: 2`, SkyPilot `accelerators: A100:8`, compose `count: 2` of an nvidia
+    device, `device_ids: ['0', '1']`). None when the tokens have no command key."""
+    bare = [t.strip("'\"") for t in tokens]
+    if not any(b in _COMMAND_KEYS for b in bare):
         return None
-    image = gpus = None
-    out: list[str] = []
+    image = said = None
+    gpus: int | None = None
+    env: list[tuple[str, str]] = []
+    words: list[str] = []
+    nvidia = any("nvidia" in b for b in bare)
     i = 0
     while i < len(tokens):
-        bare = tokens[i].strip("'\"")
-        if bare == "image:" and i + 1 < len(tokens):
-            image = tokens[i + 1].strip("'\",[]")
-        elif bare in ("nvidia.com/gpu:", "amd.com/gpu:") and i + 1 < len(tokens):
-            count = tokens[i + 1].strip("'\",")
-            gpus = int(count) if count.isdigit() else gpus
-        elif bare in ("command:", "args:"):
+        key, following = bare[i], (bare[i + 1] if i + 1 < len(bare) else "")
+        if key in _COMMAND_KEYS:
             i += 1
+            if i < len(tokens) and bare[i] in _BLOCK_INDICATORS:
+                i += 1
+            shell = key in ("run:", "commands:")  # lines of shell, one command a line
             while i < len(tokens) and not _YAML_KEY.fullmatch(tokens[i]):
+                if tokens[i] in (NEWLINE, "\n"):
+                    if shell and tokens[i] == NEWLINE:
+                        words.append(NEWLINE)
+                    i += 1
+                    continue
                 item = tokens[i].strip().strip(",").strip("[]").strip(",").strip("'\"")
                 if item and item != "-":
-                    out.append(item)
+                    words.append(item)
                 i += 1
+            if words and shell:
+                words.append(NEWLINE)  # Kubernetes' args: go on after its command:
             continue
+        if key == "image:":
+            image = following.strip(",[]")
+        elif key in ("nvidia.com/gpu:", "amd.com/gpu:") and following.isdigit():
+            gpus, said = int(following), f"{key} {following}"
+        elif key == "accelerators:" and ":" in following:
+            count = following.strip("{}").rsplit(":", 1)[1].strip()
+            if count.isdigit():
+                gpus, said = int(count), f"accelerators: {following}"
+        elif key == "count:" and nvidia and following.isdigit() and gpus is None:
+            gpus, said = int(following), f"count: {following}"
+        elif key == "device_ids:":
+            ids = _list_items(bare[i + 1 :])
+            if ids:
+                gpus, said = len(ids), f"device_ids: {ids}"
+        elif key == "name:" and i + 3 < len(bare) and bare[i + 2] == "value:":
+            env.append((following, bare[i + 3]))
+        elif "=" in key and not key.startswith("-"):
+            name, value = key.split("=", 1)
+            if re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+                env.append((name, value))  # compose `environment: - NAME=VALUE`
         i += 1
-    return out, image, gpus
+    if gpus is None:
+        found = [v for k, v in env if k in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")]
+        if found and _device_count(found[-1]):
+            gpus, said = _device_count(found[-1]), f"NVIDIA/CUDA_VISIBLE_DEVICES={found[-1]}"
+    while words and words[-1] == NEWLINE:
+        words.pop()
+    return ContainerSpec(tuple(words), image, tuple(env), gpus, said)
+
+
+def _list_items(rest: Sequence[str]) -> list[str]:
+    items = []
+    for token in rest:
+        if _YAML_KEY.fullmatch(token) or token.endswith(":"):
+            break
+        for part in token.strip("[]").split(","):
+            part = part.strip().strip("'\"[]")
+            if part and part != "-":
+                items.append(part)
+    return items
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,19 @@ from headroom.vllm_cmd.launcher_tables import (
     KSERVE,
     LLAMA_FACTORY,
     LLAMA_FACTORY_INFER,
+    LM_EVAL,
+    MS_SWIFT,
     OPENRLHF,
+    RAY_SERVE_LLM,
     TRL_SERVE,
     TRL_TRAINER,
     VERL,
+    VLLM_YAML,
     XINFERENCE,
     Launcher,
 )
 from headroom.vllm_cmd.scan import scan_tokens
+from headroom.vllm_cmd.shell_line import VARIABLE
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "half": "float16",
            "float": "float32"}  # fmt: skip
@@ -56,6 +61,7 @@ class ToolReading:
     visible_gpus: int | None
     visible_from: str | None
     notes: tuple[str, ...]
+    style: str = "flags"  # how the line gave them: "flags" (--x v) or "settings" (x=v, x: v)
 
 
 def program_of(words: Sequence[str]) -> tuple[str, str, list[str]]:
@@ -65,7 +71,7 @@ def program_of(words: Sequence[str]) -> tuple[str, str, list[str]]:
     for _ in range(4):  # accelerate launch ... / ray job submit -- python ...
         if not words:
             return "program", "", []
-        if words[0].startswith("-") or "=" in words[0]:
+        if words[0].startswith("-") or "=" in words[0] or words[0].endswith(":"):
             return "program", "", words  # settings alone (an args: list, pasted overrides)
         program = os.path.basename(words[0])
         if _PYTHON.fullmatch(program):
@@ -96,6 +102,7 @@ def identify(words: Sequence[str]) -> tuple[Launcher, list[str]] | None:
     """The launcher these words run, and the arguments it reads; None when none is known."""
     kind, name, args = program_of(words)
     names = {normal_name(t.partition("=")[0]) for t in args if t.startswith("-") or "=" in t}
+    names |= {normal_name(t[:-1].strip("'\"")) for t in args if t.endswith(":")}  # YAML keys
     if name.startswith("fastchat.serve.vllm_worker") or name == "vllm_worker.py":
         return FASTCHAT, args
     if name == "vllm_infer.py":
@@ -106,6 +113,10 @@ def identify(words: Sequence[str]) -> tuple[Launcher, list[str]] | None:
         return TRL_SERVE, args[1:] if name == "trl" else args
     if name == "xinference" and args[:1] == ["launch"]:
         return XINFERENCE, args[1:]
+    if name in ("lm_eval", "lm-eval") or name.startswith("lm_eval"):
+        return LM_EVAL, args[1:] if args[:1] == ["run"] else args
+    if name == "swift" and args[:1] and not args[0].startswith("-") or name.startswith("swift.cli"):
+        return MS_SWIFT, args[1:] if name == "swift" else args
     if name.startswith("huggingfaceserver") or (
         "model_id" in names and names & {"backend", "model_name", "model_dir"}
     ):
@@ -124,6 +135,11 @@ def identify(words: Sequence[str]) -> tuple[Launcher, list[str]] | None:
         return LLAMA_FACTORY, args
     if names & {"vllm_tensor_parallel_size", "vllm_gpu_memory_utilization"}:
         return TRL_TRAINER, args
+    if names & {"llm_configs", "model_loading_config", "engine_kwargs"}:
+        return RAY_SERVE_LLM, args
+    yaml_keys = [t for t in args if t.endswith(":") and lookup_dest(t[:-1].strip("'\""))]
+    if len({t for t in yaml_keys if t[:-1] not in ("model", "port", "host")}) >= 2:
+        return VLLM_YAML, args  # vLLM's own engine args pasted as YAML (a --config file)
     return None
 
 
@@ -143,16 +159,24 @@ def read_tool(
         replace(s, name=launcher.aliases.get(s.name, s.name))
         for s in read_settings(args, lambda name: _is_bool(launcher, name))
     ]
+    if launcher is LM_EVAL:
+        typed = _lm_eval_model_args(typed)
     settings: dict[str, Setting] = {s.name: s for s in [*from_file, *typed]}
     out: dict[str, object] = {}
     renamed: list[tuple[str, str]] = []
     lengths: dict[str, int] = {}
+    unknown: set[str] = set()
     visible, visible_from = _visible(env)
 
     def put(engine: str, raw: object, shown: str) -> None:
+        if isinstance(raw, str) and VARIABLE.search(raw):
+            notes.append(f"{shown} is {raw}, a variable the line does not set")
+            unknown.add(engine)  # said, so no default of the launcher's stands in for it
+            return
         value, why = engine_value(engine, raw)
         if why is not None:
             notes.append(f"{shown} not read ({why})")
+            unknown.add(engine)
             return
         out[engine] = value
         if normal_name(shown) != engine:
@@ -193,14 +217,23 @@ def read_tool(
             else:
                 put(engine, s.value, shown)
             continue
-        prefix = next((p for p in launcher.prefixes if name.startswith(p)), None)
-        if prefix is not None:
-            if lookup_dest(name[len(prefix) :]) is not None:
-                put(name[len(prefix) :], s.value, shown)
-            continue
         if name in launcher.own or s.typed == "":
             continue
+        prefix = next((p for p in launcher.prefixes if name.startswith(p)), None)
+        if prefix is not None:
+            rest = name[len(prefix) :]
+            if rest != "config" and lookup_dest(rest) is not None:
+                put(rest, s.value, shown)
+            continue
+        if launcher.engine_keys and not s.typed.startswith("-") and _engine_key(name):
+            put(name, s.value, shown)  # `max_model_len: 8192` in a YAML of engine args
+            continue
         _vllm_flag(launcher, args, s, put)
+    not_vllm = _engine_not_vllm(launcher, settings)
+    if not_vllm:
+        return ToolReading(launcher, {}, (), (), visible, visible_from, (not_vllm,))
+    if launcher is RAY_SERVE_LLM and "model_source" not in settings and "model_id" in settings:
+        put("model", settings["model_id"].value, "model_id")  # model_source defaults to it
     if launcher is TRL_TRAINER and str(yaml_scalar(_raw(settings, "vllm_mode"))) == "server":
         return ToolReading(launcher, {k: v for k, v in out.items() if k == "model"}, (), (),
                            visible, visible_from,
@@ -211,7 +244,7 @@ def read_tool(
     file_unread = file_named and bool(file_notes)
     if not file_unread:
         for key, value in launcher.defaults.items():
-            if key not in out and not (key == "max_model_len" and lengths):
+            if key not in out and key not in unknown and not (key == "max_model_len" and lengths):
                 out[key] = value
                 defaults.append(f"{key} {value}")
     elif launcher.defaults:
@@ -221,8 +254,50 @@ def read_tool(
         size = str(yaml_scalar(_raw(settings, "size_in_billions"))).replace("_", ".")
         if model:  # its registry's name and size: `-n qwen2.5-instruct -s 0_5` is 0.5B
             out["model"] = f"{model}-{size}b" if size else str(model)
+    style = "flags" if any(s.typed.startswith("-") for s in typed) else "settings"
     return ToolReading(launcher, out, tuple(renamed), tuple(defaults), visible, visible_from,
-                       tuple(notes))  # fmt: skip
+                       tuple(notes), style)  # fmt: skip
+
+
+def _engine_key(name: str) -> bool:
+    """A YAML key read as the engine arg of its name (not `config`: a file of the
+    person's machine, nor `model`, which each table names itself)."""
+    return name not in ("config", "model") and lookup_dest(name) is not None
+
+
+def _lm_eval_model_args(settings: list[Setting]) -> list[Setting]:
+    """`--model_args pretrained=X,tensor_parallel_size=2` (lm_eval/utils.py
+    simple_parse_args_string: split on commas, then on the first '='), and the newer CLI's
+    `--model_args a=1 b=2` (nargs="+"), as `model_args.KEY` settings."""
+    out: list[Setting] = []
+    for s in settings:
+        if s.name == "model_args" and isinstance(s.value, str):
+            for part in (p for p in s.value.split(",") if "=" in p):
+                key, _, value = part.partition("=")
+                out.append(replace(s, name=f"model_args.{normal_name(key.strip())}",
+                                   value=value, typed=f"model_args {key.strip()}"))  # fmt: skip
+        elif not s.typed.startswith("-") and "." not in s.name:
+            out.append(replace(s, name=f"model_args.{s.name}", typed=f"model_args {s.name}"))
+        else:
+            out.append(s)
+    return out
+
+
+def _engine_not_vllm(launcher: Launcher, settings: Mapping[str, Setting]) -> str | None:
+    """Why the line does not run vLLM at all (lm-eval's `--model hf`, ms-swift's
+    `--infer_backend lmdeploy`, Xinference's `--model-engine transformers`), else None."""
+    said = {
+        LM_EVAL.key: ("model", ("vllm", "vllm-vlm")),
+        MS_SWIFT.key: ("infer_backend", ("vllm",)),
+        XINFERENCE.key: ("model_engine", ("vllm",)),
+        LLAMA_FACTORY.key: ("infer_backend", ("vllm",)),
+    }.get(launcher.key)
+    if said is None or said[0] not in settings:
+        return None
+    value = str(yaml_scalar(settings[said[0]].value)).lower()
+    if value in said[1]:
+        return None
+    return f"{launcher.name} runs {value!r} here, not vLLM ({said[0]}): no vLLM engine args"
 
 
 def _raw(settings: Mapping[str, Setting], name: str) -> str | bool:

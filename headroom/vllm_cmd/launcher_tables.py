@@ -19,28 +19,8 @@ its own flags but that mean something else there (FastChat's `--port` is the wor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
-
-@dataclass(frozen=True)
-class Launcher:
-    key: str
-    name: str  # "FastChat's vllm_worker", as the doctor's note names it
-    settings: Mapping[str, tuple[str, str]]  # the launcher's name -> (engine arg, how)
-    source: str
-    vllm_flags: bool = False  # the launcher hands vLLM's own flags through (add_cli_args)
-    own: frozenset[str] = frozenset()
-    defaults: Mapping[str, object] = field(default_factory=dict)
-    defaults_note: str = ""
-    prefixes: tuple[str, ...] = ()  # Hydra/OmegaConf key prefixes read as vLLM's (engine_kwargs)
-    aliases: Mapping[str, str] = field(default_factory=dict)  # short option -> its long name
-
-    def engine_args_named(self) -> frozenset[str]:
-        """Every engine arg this table can give (the property tests hold reading to it)."""
-        named = {arg for arg, how in self.settings.values() if how not in ("length", "gpus")}
-        return frozenset(named | set(self.defaults) | {"tensor_parallel_size", "max_model_len"})
-
+from headroom.vllm_cmd.launcher_spec import Launcher
+from headroom.vllm_cmd.launcher_tables_rl import EASYR1, OPENRLHF, TRL_TRAINER, VERL
 
 FASTCHAT = Launcher(
     key="fastchat",
@@ -109,117 +89,6 @@ LLAMA_FACTORY_INFER = Launcher(
     defaults_note="vllm_infer.py's defaults (cutoff_len 2048 + max_new_tokens 1024)",
 )
 
-_VERL_ROLLOUT = {
-    "tensor_model_parallel_size": ("tensor_parallel_size", "value"),
-    "gpu_memory_utilization": ("gpu_memory_utilization", "value"),
-    "max_num_batched_tokens": ("max_num_batched_tokens", "value"),
-    "max_num_seqs": ("max_num_seqs", "value"),
-    "max_model_len": ("max_model_len", "value"),
-    "enable_chunked_prefill": ("enable_chunked_prefill", "value"),
-    "enable_prefix_caching": ("enable_prefix_caching", "value"),
-    "enforce_eager": ("enforce_eager", "value"),
-    "dtype": ("dtype", "dtype"),
-    "pipeline_model_parallel_size": ("pipeline_parallel_size", "value"),
-    "data_parallel_size": ("data_parallel_size", "value"),
-    "expert_parallel_size": ("enable_expert_parallel", "above_one_on"),
-    "quantization": ("quantization", "value"),
-    "prompt_length": ("prompt", "length"),
-    "response_length": ("response", "length"),
-}
-VERL = Launcher(
-    key="verl",
-    name="verl's rollout config",
-    source="volcengine/verl verl/trainer/config/rollout/rollout.yaml and verl/workers/rollout/"
-    "vllm_rollout/vllm_async_server.py (commit b178a3cd5); vllm_rollout_spmd.py at v0.4.0-"
-    "v0.6.0: max_model_len = rollout.max_model_len or prompt_length + response_length",
-    settings={
-        **{f"actor_rollout_ref.rollout.{k}": v for k, v in _VERL_ROLLOUT.items()},
-        "actor_rollout_ref.model.path": ("model", "value"),
-        "data.max_prompt_length": ("prompt", "length"),
-        "data.max_response_length": ("response", "length"),
-        "trainer.n_gpus_per_node": ("", "gpus"),
-    },
-    prefixes=("actor_rollout_ref.rollout.engine_kwargs.vllm.",),
-    defaults={
-        "tensor_parallel_size": 2,
-        "gpu_memory_utilization": 0.5,
-        "max_num_batched_tokens": 8192,
-        "enable_chunked_prefill": True,
-        "dtype": "bfloat16",
-    },
-    defaults_note="verl's rollout.yaml defaults for what the line does not say",
-)
-
-_EASYR1_ROLLOUT = {
-    "tensor_parallel_size": ("tensor_parallel_size", "value"),
-    "gpu_memory_utilization": ("gpu_memory_utilization", "value"),
-    "max_num_batched_tokens": ("max_num_batched_tokens", "value"),
-    "max_model_len": ("max_model_len", "value"),
-    "enforce_eager": ("enforce_eager", "value"),
-    "enable_chunked_prefill": ("enable_chunked_prefill", "value"),
-    "dtype": ("dtype", "dtype"),
-    "seed": ("seed", "value"),
-}
-EASYR1 = Launcher(
-    key="easyr1",
-    name="EasyR1's rollout config",
-    source="hiyouga/EasyR1 verl/workers/rollout/config.py RolloutConfig and "
-    "verl/workers/rollout/vllm_rollout_spmd.py LLM(...) (commit b44b311): max_model_len = "
-    "config.max_model_len or data.max_prompt_length + data.max_response_length",
-    settings={
-        **{f"worker.rollout.{k}": v for k, v in _EASYR1_ROLLOUT.items()},
-        "worker.actor.model.model_path": ("model", "value"),
-        "data.max_prompt_length": ("prompt", "length"),
-        "data.max_response_length": ("response", "length"),
-        "trainer.n_gpus_per_node": ("", "gpus"),
-    },
-    defaults={
-        "tensor_parallel_size": 2,
-        "gpu_memory_utilization": 0.6,
-        "max_num_batched_tokens": 8192,
-        "enable_chunked_prefill": False,
-        "max_model_len": 1024,
-        "enable_sleep_mode": True,
-    },
-    defaults_note="EasyR1's RolloutConfig defaults for what the line does not say "
-    "(max_prompt_length 512 + max_response_length 512; sleep mode always on)",
-)
-
-OPENRLHF = Launcher(
-    key="openrlhf",
-    name="OpenRLHF's vLLM engines",
-    source="OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py (v0.4.0-v0.9.0 --vllm_* flags; "
-    "commit 3c3be623 --vllm.* flags) and openrlhf/trainer/ray/vllm_engine.py "
-    "create_vllm_engines: max_model_len = max_len or prompt_max_len + generate_max_len",
-    settings={
-        "pretrain": ("model", "value"),
-        "actor.model_name_or_path": ("model", "value"),
-        "vllm_tensor_parallel_size": ("tensor_parallel_size", "value"),
-        "vllm.tensor_parallel_size": ("tensor_parallel_size", "value"),
-        "vllm_gpu_memory_utilization": ("gpu_memory_utilization", "value"),
-        "vllm.gpu_memory_utilization": ("gpu_memory_utilization", "value"),
-        "enforce_eager": ("enforce_eager", "value"),
-        "vllm.enforce_eager": ("enforce_eager", "value"),
-        "enable_prefix_caching": ("enable_prefix_caching", "value"),
-        "vllm.enable_prefix_caching": ("enable_prefix_caching", "value"),
-        "vllm_enable_sleep": ("enable_sleep_mode", "value"),
-        "vllm.enable_sleep": ("enable_sleep_mode", "value"),
-        "max_len": ("max_model_len", "value"),
-        "data.max_len": ("max_model_len", "value"),
-        "prompt_max_len": ("prompt", "length"),
-        "generate_max_len": ("response", "length"),
-    },
-    own=frozenset({"seed", "ds_tensor_parallel_size", "ds.tensor_parallel_size"}),
-    defaults={
-        "tensor_parallel_size": 1,
-        "gpu_memory_utilization": 0.95,
-        "max_model_len": 2048,
-        "dtype": "bfloat16",
-    },
-    defaults_note="OpenRLHF's defaults for what the line does not say "
-    "(gpu_memory_utilization 0.9 in v0.6; dtype always bfloat16)",
-)
-
 TRL_SERVE = Launcher(
     key="trl_vllm_serve",
     name="TRL's `trl vllm-serve`",
@@ -246,32 +115,6 @@ TRL_SERVE = Launcher(
         "vllm_model_impl": ("model_impl", "value"),
     },
     own=frozenset({"host", "port", "log_level"}),
-)
-
-TRL_TRAINER = Launcher(
-    key="trl_colocate",
-    name="TRL's trainer (vllm_mode colocate)",
-    source="huggingface/trl trl/trainer/grpo_config.py and trl/generation/vllm_generation.py "
-    "LLM(...) (commit f2cd57710; v0.19.0-v0.2x grpo_trainer.py: max_model_len = "
-    "max_prompt_length + max_completion_length); max_num_batched_tokens=4096 always",
-    settings={
-        "model_name_or_path": ("model", "value"),
-        "vllm_gpu_memory_utilization": ("gpu_memory_utilization", "value"),
-        "vllm_tensor_parallel_size": ("tensor_parallel_size", "value"),
-        "vllm_max_model_length": ("max_model_len", "value"),
-        "vllm_enable_sleep_mode": ("enable_sleep_mode", "value"),
-        "vllm_model_impl": ("model_impl", "value"),
-        "max_prompt_length": ("prompt", "length"),
-        "max_completion_length": ("response", "length"),
-    },
-    own=frozenset({"seed"}),
-    defaults={
-        "gpu_memory_utilization": 0.3,
-        "tensor_parallel_size": 1,
-        "max_num_batched_tokens": 4096,
-    },  # fmt: skip
-    defaults_note="TRL's colocate defaults for what the line does not say "
-    "(max_num_batched_tokens always 4096)",
 )
 
 XINFERENCE = Launcher(
@@ -357,7 +200,102 @@ KSERVE = Launcher(
     ),  # fmt: skip
 )
 
+LM_EVAL = Launcher(
+    key="lm_eval",
+    name="lm-evaluation-harness's vllm model",
+    source="EleutherAI/lm-evaluation-harness lm_eval/models/vllm_causallms.py VLLM.__init__ "
+    "(commit 4e7e0d47f): --model_args key=value,... become LLM(**model_args): pretrained -> "
+    "model, max_length -> max_model_len, max_batch_size -> max_num_seqs, the rest passed as "
+    "they are; data_parallel_size starts that many engines through Ray, none of them DP",
+    settings={
+        "model_args.pretrained": ("model", "value"),
+        "model_args.max_length": ("max_model_len", "value"),
+        "model_args.max_batch_size": ("max_num_seqs", "value"),
+        "model_args.lora_local_path": ("enable_lora", "set_on"),
+    },
+    prefixes=("model_args.",),
+    own=frozenset(
+        {
+            "model",
+            "tasks",
+            "batch_size",
+            "device",
+            "model_args.max_gen_toks",
+            "model_args.batch_size",
+            "model_args.add_bos_token",
+            "model_args.prefix_token_id",
+            "model_args.enable_thinking",
+            "model_args.chat_template_args",
+            "model_args.think_end_token",
+            "model_args.truncation_side",
+            "model_args.device",
+            "model_args.data_parallel_size",
+        }
+    ),  # fmt: skip
+    aliases={"M": "model", "a": "model_args", "t": "tasks"},
+)
+
+MS_SWIFT = Launcher(
+    key="ms_swift",
+    name="ms-swift",
+    source="modelscope/ms-swift swift/rlhf_trainers/args_mixin.py VllmArguments."
+    "get_vllm_engine_kwargs (commit 3602360a5): vllm_X is vLLM's X, vllm_engine_kwargs a JSON "
+    "of more; v2.6-v3.x infer arguments spelled as vLLM's (gpu_memory_utilization, "
+    "tensor_parallel_size, max_model_len ...; swift/llm/argument/infer_args.py)",
+    settings={
+        "model": ("model", "value"),
+        "model_id_or_path": ("model", "value"),
+        "vllm_engine_kwargs": ("", "engine_args"),
+    },
+    prefixes=("vllm_",),
+    own=frozenset(
+        {
+            "max_length",
+            "seed",
+            "port",
+            "host",
+            "tp",
+            "max_new_tokens",
+            "rope_scaling",
+            "torch_dtype",
+            "vllm_mode",
+            "vllm_server_host",
+            "vllm_server_port",
+            "vllm_server_base_url",
+            "vllm_server_timeout",
+            "vllm_use_async_engine",
+            "vllm_reasoning_parser",
+            "infer_backend",
+            "model_type",
+            "template",
+        }
+    ),  # fmt: skip
+)
+
+RAY_SERVE_LLM = Launcher(
+    key="ray_serve_llm",
+    name="a Ray Serve LLM config",
+    source="ray-project/ray doc/source/serve/llm: LLMConfig model_loading_config (model_id, "
+    "model_source) and engine_kwargs, the vLLM engine args by their own names",
+    settings={
+        "model_loading_config.model_source": ("model", "value"),
+        "model_source": ("model", "value"),
+    },  # fmt: skip
+    own=frozenset({"name", "port", "host", "num_replicas", "accelerator_type"}),
+    engine_keys=True,
+)
+
+VLLM_YAML = Launcher(
+    key="vllm_yaml",
+    name="a YAML of vLLM's own engine args",
+    source="vLLM's own --config YAML (vllm/utils/argparse_utils.py load_config_file): each "
+    "key an engine arg",
+    settings={"model": ("model", "value")},
+    own=frozenset({"port", "host"}),
+    engine_keys=True,
+)
+
 LAUNCHERS = (
     FASTCHAT, LLAMA_FACTORY, LLAMA_FACTORY_INFER, VERL, EASYR1, OPENRLHF, TRL_SERVE,
-    TRL_TRAINER, XINFERENCE, KSERVE,
+    TRL_TRAINER, XINFERENCE, KSERVE, LM_EVAL, MS_SWIFT, RAY_SERVE_LLM, VLLM_YAML,
 )  # fmt: skip

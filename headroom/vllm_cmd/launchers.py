@@ -27,7 +27,7 @@ from headroom.vllm_cmd.launcher_forms import (
     yaml_command,
 )
 from headroom.vllm_cmd.launcher_read import ToolReading, identify, read_tool
-from headroom.vllm_cmd.shell_line import ShellCommand, command_segments, split_pasted
+from headroom.vllm_cmd.shell_line import NEWLINE, ShellCommand, command_segments, split_pasted
 
 ReadFile = Callable[[str], "str | None"]
 
@@ -81,9 +81,18 @@ def read_launch_line(
 def _read(tokens: list[str], gpus: int | None, read_file: ReadFile | None) -> LaunchReading | None:
     if not tokens:
         return None
-    yaml = yaml_command(tokens)
-    if yaml is not None:
-        return _from_yaml(*yaml, gpus, read_file)
+    spec = yaml_command(tokens)
+    if spec is not None:
+        reading = _from_yaml(spec, gpus, read_file)
+        if reading is not None:
+            return reading
+    if _yaml_like(tokens):
+        # a YAML of settings (Ray Serve's LLMConfig, a LLaMA-Factory file, vLLM's own
+        # --config): its lines are one mapping, not one command a line
+        flat = [t for t in tokens if t not in (NEWLINE, "-")]
+        found = identify(flat)
+        if found is not None:
+            return _from_tool(read_tool(found[0], found[1], {}, gpus, read_file), ())
     segments = command_segments(tokens)
     if not segments:
         return None
@@ -98,6 +107,16 @@ def _read(tokens: list[str], gpus: int | None, read_file: ReadFile | None) -> La
         # vLLM's own command inside shell noise (nohup, redirections, `cd x &&`)
         return _plain(chosen, "the vLLM command in the shell line")
     return None
+
+
+def _yaml_like(tokens: list[str]) -> bool:
+    """Two lines or more that start with `key:` (after a list's `-`)."""
+    starts = [
+        t
+        for i, t in enumerate(tokens)
+        if t.endswith(":") and (i == 0 or tokens[i - 1] in (NEWLINE, "-"))
+    ]
+    return len(starts) >= 2
 
 
 def _choose(segments: list[ShellCommand]) -> ShellCommand:
@@ -154,7 +173,8 @@ def _from_tool(tool: ToolReading, env) -> LaunchReading:
     return LaunchReading(
         argv=_vllm_argv(env, args.get("model"), args),
         engine_args=args,
-        read_as=tool.launcher.name + (" flags" if not tool.launcher.prefixes else " overrides"),
+        read_as=tool.launcher.name
+        + ("" if tool.launcher.name.startswith("a ") else f" {tool.style}"),
         renamed=tool.renamed,
         defaults=tool.defaults,
         defaults_note=tool.launcher.defaults_note,
@@ -214,33 +234,39 @@ def _from_container(
     )
 
 
-def _from_yaml(
-    words: list[str], image: str | None, count: int | None, gpus, read_file
-) -> LaunchReading | None:
-    if not words and image is None:
+def _from_yaml(spec, gpus, read_file) -> LaunchReading | None:
+    words = list(spec.words)
+    if not words and spec.image is None:
         return None
-    release, is_vllm_image = image_release(image) if image else (None, False)
-    segment = ShellCommand(tuple(words), ())
-    nested = _read_segment(segment, count or gpus, read_file, 1) if words else None
+    release, is_vllm_image = image_release(spec.image) if spec.image else (None, False)
+    segments = command_segments(words) if words else []
+    chosen = _choose(segments) if segments else ShellCommand((), ())
+    inner = ShellCommand(chosen.words, (*spec.env, *chosen.env))
+    env = inner.engine_env()
+    nested = _read_segment(inner, spec.visible_gpus or gpus, read_file, 1) if words else None
+    front = ("env", *(f"{k}={v}" for k, v in env)) if env else ()
+    cmd = list(chosen.words)
     if nested is not None:
         argv = nested.argv
-    elif words and (_is_vllm(words) or words[0] == "serve"):
-        argv = tuple(["vllm", *words] if words[0] == "serve" else words)
-    elif words and (words[0].startswith("-") or is_vllm_image):
-        argv = ("vllm", "serve", *words)
+    elif cmd and (_is_vllm(cmd) or cmd[0] == "serve"):
+        argv = (*front, *(["vllm", *cmd] if cmd[0] == "serve" else cmd))
+    elif cmd and (cmd[0].startswith("-") or is_vllm_image):
+        argv = (*front, "vllm", "serve", *cmd)
     else:
         return None
     return LaunchReading(
         argv=argv,
         engine_args=nested.engine_args if nested else {},
-        read_as="the command: / args: list of a container spec"
-        + (f" ({nested.read_as})" if nested else ""),
+        read_as="the command of a container spec" + (f" ({nested.read_as})" if nested else ""),
         renamed=nested.renamed if nested else (),
+        defaults=nested.defaults if nested else (),
+        defaults_note=nested.defaults_note if nested else "",
         release=release,
-        release_from=image if release else None,
-        visible_gpus=count,
-        visible_from="nvidia.com/gpu" if count else None,
+        release_from=spec.image if release else None,
+        visible_gpus=spec.visible_gpus or (nested.visible_gpus if nested else None),
+        visible_from=spec.gpus_said or (nested.visible_from if nested else None),
         notes=nested.notes if nested else (),
+        tool_key=nested.tool_key if nested else None,
     )
 
 

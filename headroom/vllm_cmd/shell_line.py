@@ -25,7 +25,10 @@ ENGINE_ENV = re.compile(
     r"(CUDA_\w+|VLLM_\w+|NCCL_\w+|PYTORCH_\w+|TORCH_\w+|NVIDIA_VISIBLE_DEVICES|"
     r"HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|OMP_NUM_THREADS|GLOO_\w+|HF_HUB_OFFLINE)"
 )
-_CONTROL = {"&&", "||", ";", "|", "&", "|&", ";;"}
+# A token for the end of a line of a pasted multi-line text (a character no pasted line
+# holds: shlex.split itself leaves a lone "\n" token for a `\\` continuation).
+NEWLINE = "\x1e"
+_CONTROL = {"&&", "||", ";", "|", "&", "|&", ";;", NEWLINE}
 # `>log`, `2>&1`, `&>log`, `1>>x`, `<in`: redirections glued to their target.
 _REDIRECT_GLUED = re.compile(r"(\d*|&)(>>?|<)(&?\S+)")
 _REDIRECT_ALONE = re.compile(r"(\d*|&)(>>?|<)&?")
@@ -72,7 +75,9 @@ class ShellCommand:
 def split_pasted(argv: Sequence[str] | str) -> list[str]:
     """The tokens of a pasted line: a list as given (one token holding a whole line, as
     when a person quotes the line after `--`, is split like a shell would), a string split
-    like a shell; quotes that do not close are split on spaces rather than refused."""
+    like a shell; quotes that do not close are split on spaces rather than refused. A text
+    of several lines keeps each line's end as a NEWLINE token (a shell runs them as
+    separate commands); `\\` continuations join lines, `#` comments go."""
     if isinstance(argv, str):
         return _split_text(argv)
     tokens = [str(a) for a in argv]
@@ -82,11 +87,62 @@ def split_pasted(argv: Sequence[str] | str) -> list[str]:
 
 
 def _split_text(text: str) -> list[str]:
-    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
-    try:
-        return shlex.split(text)
-    except ValueError:  # an unclosed quote in a pasted fragment
-        return text.split()
+    tokens: list[str] = []
+    for line in _logical_lines(text[: 1 << 20]):
+        try:
+            words = shlex.split(line)
+        except ValueError:  # an unclosed quote in a pasted fragment
+            words = line.split()
+        if words:
+            tokens.extend([*words, NEWLINE])
+    return tokens[:-1] if tokens else tokens
+
+
+def _logical_lines(text: str) -> list[str]:
+    lines, buffer = [], ""
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not buffer and line.strip().startswith("#"):
+            continue
+        if line.rstrip().endswith("\\") and not line.rstrip().endswith("\\\\"):
+            buffer += line.rstrip()[:-1] + " "
+            continue
+        buffer += line
+        if _open_quote(buffer):
+            buffer += "\n"  # a quoted value over several lines (bash -c "...")
+            continue
+        lines.append(_without_comment(buffer))
+        buffer = ""
+    if buffer:
+        lines.append(buffer)
+    return lines
+
+
+def _open_quote(text: str) -> bool:
+    quote, escaped = "", False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+    return bool(quote)
+
+
+def _without_comment(line: str) -> str:
+    """The line without a trailing ` # comment` (outside quotes; `a#b` is no comment)."""
+    quote, previous = "", " "
+    for k, ch in enumerate(line):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and previous in " \t":
+            return line[:k]
+        previous = ch
+    return line
 
 
 def command_segments(tokens: Sequence[str]) -> list[ShellCommand]:
@@ -109,6 +165,8 @@ def command_segments(tokens: Sequence[str]) -> list[ShellCommand]:
             words = words[1:]
         words, inner_env = _unwrap(words)
         env.extend(inner_env)
+        known = dict([*exported, *env])
+        words = [_expand(w, known) for w in words] if known else words
         if not words:
             exported.extend(env)  # `A=B` alone sets a shell variable for what follows
             continue
@@ -118,10 +176,21 @@ def command_segments(tokens: Sequence[str]) -> list[ShellCommand]:
     return out
 
 
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _expand(word: str, known: dict[str, str]) -> str:
+    """`${MODEL_PATH}` / `$TP` replaced by what the pasted text set them to (a script's
+    `MODEL_PATH=...` line); a variable it does not set stays as written."""
+    if "$" not in word:
+        return word
+    return VARIABLE.sub(lambda m: known.get(m.group(1) or m.group(2), m.group(0)), word)
+
+
 def _split_on_control(tokens: Sequence[str]) -> list[list[str]]:
     parts: list[list[str]] = [[]]
     for token in tokens:
-        if token == "\\" or token == "":
+        if token in ("\\", "", "\n"):
             continue  # a line continuation left over from a multi-line paste
         if token in _CONTROL:
             parts.append([])

@@ -5,8 +5,6 @@ that neither the launcher's table nor a vLLM flag on the line names."""
 
 from __future__ import annotations
 
-import shlex
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +12,7 @@ from headroom.vllm_cmd import parse_command
 from headroom.vllm_cmd.flags import FLAGS_BY_DEST, lookup_option
 from headroom.vllm_cmd.launcher_tables import LAUNCHERS
 from headroom.vllm_cmd.launchers import _read, read_launch_line
+from headroom.vllm_cmd.shell_line import split_pasted
 
 TOOL_NAMES = sorted({name for launcher in LAUNCHERS for name in launcher.settings})
 PROGRAMS = [
@@ -23,6 +22,8 @@ PROGRAMS = [
     "xinference launch", "python -m huggingfaceserver", "vllm serve m", "docker run --gpus 2",
     "podman run -it", "python scripts/vllm_infer.py", "nohup", "CUDA_VISIBLE_DEVICES=0,1",
     "sudo -E", "bash -c", "conda run -n x", "ray job submit --", "env A=1",
+    "lm_eval --model vllm --model_args", "swift infer", "swift deploy --infer_backend vllm",
+    "TP=2", "llm_configs:", "engine_kwargs:",
 ]  # fmt: skip
 VLLM_OPTIONS = ["--tensor-parallel-size", "-tp", "--max-model-len", "--enforce-eager",
                 "--no-enable-chunked-prefill", "--enable-chunked-prefill", "--gpu-memory-utilization",
@@ -31,7 +32,9 @@ VALUES = ["2", "0.9", "8192", "true", "False", "null", "auto", "-1", "1e9", "16k
           "Qwen/Qwen3-8B", "'0,1'", '"device=0,1"', "{}", '{"max_num_seqs": 4}', "[1,2]", "all",
           "x.yaml", "vllm/vllm-openai:v0.6.3", "vllm/vllm-openai:latest", "''", "é", "\\"]  # fmt: skip
 SHELL = ["&&", "|", ";", "&", ">", "2>&1", ">log", "\\", "-", "--", "args:", "command:",
-         "image:", "nvidia.com/gpu:", "[", "]", ",", "- --model", "key:", '"', "'"]  # fmt: skip
+         "image:", "nvidia.com/gpu:", "[", "]", ",", "- --model", "key:", '"', "'", "\n",
+         "\\\n", "# note", "${TP}", "$TP", "run: |", "accelerators: A100:8", "count:",
+         "device_ids: ['0', '1']", "- name: CUDA_VISIBLE_DEVICES", "value: '0,1'"]  # fmt: skip
 
 
 def _setting(name: str, value: str, style: int) -> str:
@@ -66,10 +69,7 @@ def _named_by_the_line(tokens: list[str]) -> set[str]:
 @settings(max_examples=400, deadline=None)
 @given(LINE, st.sampled_from([None, 1, 4]))
 def test_any_line_is_read_without_error_into_named_engine_args(text, gpus):
-    try:
-        tokens = shlex.split(text)
-    except ValueError:
-        tokens = text.split()
+    tokens = split_pasted(text)
     reading = _read(tokens, gpus, {"x.yaml": "vllm_maxlen: 100\nvllm_config: {}\n"}.get)
     assert read_launch_line(text, gpus=gpus) is None or True  # the public entry never raises
     if reading is None:
@@ -81,6 +81,8 @@ def test_any_line_is_read_without_error_into_named_engine_args(text, gpus):
         assert dest in FLAGS_BY_DEST or dest == "model", dest
     launcher = next(x for x in LAUNCHERS if x.key == reading.tool_key)
     allowed = launcher.engine_args_named() | _named_by_the_line(tokens) | {"model"}
+    if launcher.engine_keys:  # a YAML of engine args names them by vLLM's own names
+        allowed |= set(FLAGS_BY_DEST) - {"config"}
     extra = set(reading.engine_args) - allowed
     # vllm_config's JSON (LLaMA-Factory) names engine args of its own: only max_num_seqs here
     assert extra <= {"max_num_seqs"}, (extra, tokens)
