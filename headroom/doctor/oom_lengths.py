@@ -136,6 +136,11 @@ def length_in_force(ctx, name: str | None = None) -> Length | None:
     from_name = context_from_name(name) if name else None
     if from_name:
         return Length(from_name, f"the model's own, as its name says ({name})", False)
+    # A model named in a person's words that the built-in table knows: the length vLLM
+    # derives from its config ("DeepSeek-r1-awq" -> DeepSeek-R1's 163,840)
+    table = derived_length(long_name_shape(name)) if name and ctx.model_read is None else None
+    if table:
+        return Length(table, f"the model's own ({name}, as the built-in table has it)", False)
     return None
 
 

@@ -24,6 +24,7 @@ not the cause. Without them the evidence says what it would take.
 from __future__ import annotations
 
 from headroom.doctor import actions as A
+from headroom.doctor.actions import largest_known_gpu_gib
 from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.memory_model import activation_gib
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token, weights_gib_per_gpu
@@ -57,6 +58,13 @@ def _long_need(ctx, shape, length: Length, whole: bool | None) -> tuple[float, s
         return weights + act, (
             f"{weights:.2f} GiB of weights + {act:.2f} GiB of activations for one "
             f"{length.tokens:,}-token prefill"
+        )
+    if ctx.inputs.command is None and weights > largest_known_gpu_gib():
+        # No command line: weights that fit no GPU at TP 1 ran at some TP the input does not
+        # give, so only the request's own KV cache is counted (at TP 1, an upper bound)
+        return kv, (
+            f"{kv:.2f} GiB of KV cache for one request of {length.tokens:,} tokens at TP 1 "
+            f"(the weights, {weights:.2f} GiB, fit no single GPU: the TP in use is not given)"
         )
     return weights + kv, (
         f"{weights:.2f} GiB of weights + {kv:.2f} GiB of KV cache for one request of "
@@ -98,7 +106,13 @@ def long_context(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
         return None
     words = bool(event.fields.get("from_words"))
     given = model_name(ctx)
-    name = given or (model_in_words(event.line) if words else None) or ""
+    # PyTorch's own line carries its numbers and never a model's name; an OOM line without
+    # numbers that names a model is a person's sentence quoting it ("... start DeepSeek-r1-awq
+    # model, there is a phenomenon of cuda out of memory", vllm#13252's title)
+    numbered = any(k in event.fields for k in ("tried_gib", "total_gib", "free_gib"))
+    named = model_in_words(event.line) if (words or not numbered) else None
+    words = words or named is not None
+    name = given or named or ""
     length = length_in_force(ctx, None if given else name or None)
     if length is None or length.tokens <= LONG_CONTEXT:
         return None

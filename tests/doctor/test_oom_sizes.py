@@ -158,6 +158,28 @@ def test_a_1m_model_said_to_oom_lowers_max_model_len_and_leaves_the_utilization(
     assert any("80.00 GiB of KV cache" in e for e in top.evidence)
 
 
+def test_a_title_quoting_the_oom_and_naming_a_long_context_model_cuts_the_length():
+    """vllm-project/vllm#13252's title quotes PyTorch's words without their numbers and names
+    the model: the table's DeepSeek-R1 (163,840 tokens, its config's own length) run at that
+    length; the weights fit no GPU at TP 1, so only one request's KV cache is weighed (the
+    TP in use is not given). The thread's answer: decrease max_model_len."""
+    title = (
+        "[Bug]: Using VLLM0.7.2 server to start DeepSeek-r1-awq model, there is a phenomenon "
+        "of cuda out of memory and service shutting down."
+    )
+    top = _findings(title)[0]
+    assert top.id == "cuda-oom-long-context"
+    assert _turns(top) == [("max_model_len", "lower")]
+    assert any("163,840" in e and "table" in e for e in top.evidence)
+    assert any("the TP in use is not given" in e for e in top.evidence)
+    # PyTorch's own line, numbers and all (OpenBMB/MiniCPM-V#640), names no model
+    bare = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a "
+        "total capacity of 22.18 GiB of which 3.47 GiB is free."
+    )
+    assert not any(f.id == "cuda-oom-long-context" for f in _findings(bare))
+
+
 def test_a_gpu_that_holds_the_long_length_is_not_told_to_cut_it():
     """One request of 1M tokens (80 GiB) and the weights (17.7 GiB) fit an H200's budget."""
     found = _findings(SAID_1M, gpus="1xH200")
