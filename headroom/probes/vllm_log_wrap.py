@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from headroom.probes.vllm_catalog import SIGNATURES
 from headroom.probes.vllm_log_patterns import LogEvent
+from headroom.probes.vllm_log_rules import RULES, candidates
 
 __all__ = ["Joined", "Paragraph"]
 
@@ -31,17 +32,15 @@ _MAX_CHARS = 1600  # vLLM's longest error texts are ~600 characters, a prefix ~8
 # prefix ("INFO 05-09 ...", "(EngineCore_DP0 pid=1) ...", "[rank0]: ..."; a terminal's wrap
 # never repeats a prefix), a traceback's lines, an exception, an NCCL line.
 _RECORD_START = re.compile(
-    r"\s*(?:Traceback \(|File \"|During handling|The above exception|raise |\^|~|[-=*#]{3}|[-*] "
+    r"\s*(?:Traceback \(|File \"|During handling|The above exception|raise |[~^]+\s*$|[-=*#]{3}|[-*] "
     r"|\([^()]{1,60}? pid=\d|\[rank\d|/\S+\.py:\d+: |\[[WEIF]\d{4} \d\d:|\((?:raylet|autoscaler|gcs_server)\b"
     r"|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)\b"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b|\S+:\d+:\d+ \[\d+\] NCCL)"
 )
-# First characters of vLLM's prefixes ("(EngineCore_DP0 pid=1)", "[rank0]:"): no regex needed.
-_PREFIX_CHARS = "(["
 # The start of an INFO or DEBUG record without a process tag (V0's logger, uvicorn's).
 _INFO_HEADS = ("INFO ", "INFO:", "DEBUG")
 # A record that nothing continues: a traceback's "File" line, a Python warning's location.
-_NO_CONTINUATION = re.compile(r'(?:^|[)\]:] )\s*(?:File "|\S+\.py:\d+: )')
+_NO_CONTINUATION = re.compile(r'(?:^|[)\]:] )\s*(?:File "|\S+\.py:\d+: )|^\s*[-*] ')
 _NO_SPACE_AFTER = "([{_"
 _NO_SPACE_BEFORE = ")]},;.:_\u2026"
 _DEVICES = ("cuda:", "cpu:", "xpu:", "npu:", "hpu:", "gpu:", "rocm:", "device:")
@@ -74,18 +73,10 @@ class Paragraph:
         """Take the next (normalised) line and its own reading; returns the whole message's
         reading when the line continues the paragraph and the whole says more."""
         head = clean[:5]
-        if (
-            head[:1] in _PREFIX_CHARS
-            and head
-            and (clean.find("pid=", 0, 72) > 0 or head == "[rank")
-        ):
-            # vLLM's own lines (a process tag, [rankN]): the common case, kept cheap. An
-            # INFO or DEBUG record is a running server's own, whole: nothing continues it.
-            # (A traceback's "File" line is refused by the reader itself.)
-            if clean.find(" INFO ", 0, 90) > 0 or clean.find(" DEBUG ", 0, 90) > 0:
-                self.text = None
-            else:
-                self.text, self.lineno, self.lines, self.event = clean, lineno, 1, event
+        if head[:1] == "(" and clean.find("pid=", 0, 72) > 0 or head == "[rank":
+            # vLLM's own lines (a process tag, [rankN]): the common case, kept cheap; whether
+            # anything may continue it (not an INFO or DEBUG record) is told when a line does.
+            self.text, self.lineno, self.lines, self.event = clean, lineno, 1, event
             return None
         if head in _INFO_HEADS:
             self.text = None
@@ -106,7 +97,9 @@ class Paragraph:
         return Joined(found, self.event)
 
     def _start(self, clean: str, lineno: int, event: LogEvent | None) -> None:
-        if ('File "' in clean or clean[:1] == "/") and _NO_CONTINUATION.search(clean[:300]):
+        if ('File "' in clean or clean.lstrip()[:1] in "/-*") and _NO_CONTINUATION.search(
+            clean[:300]
+        ):
             self.text = None
             return
         self.text, self.lineno, self.lines, self.event = clean[:_MAX_CHARS], lineno, 1, event
@@ -115,7 +108,38 @@ class Paragraph:
         text = self.text or ""
         if self.lines >= _MAX_LINES or len(text) + len(line) > _MAX_CHARS:
             return False
-        return _RECORD_START.match(line) is None
+        if _RECORD_START.match(line) is not None:
+            return False
+        # vLLM's INFO or DEBUG record (behind its process tag) is a running server's own,
+        # whole: nothing continues it.
+        if (
+            self.lines == 1
+            and text[:1] == "("
+            and (text.find(" INFO ", 0, 90) > 0 or text.find(" DEBUG ", 0, 90) > 0)
+        ):
+            return False
+        # a new sentence after a finished one, and nothing in the paragraph still waits for its
+        # end: another message (a cheap test that keeps junk lines unjoined)
+        return not (
+            text.rstrip()[-1:] in ".!?" and line.lstrip()[:1].isupper() and not self._pending(text)
+        )
+
+    def _pending(self, text: str) -> bool:
+        """Whether the paragraph may still be one message: an error in it, or a catalog
+        needle found but not yet read as an event (its numbers wrapped to later lines)."""
+        if "rror" in text or "ssert" in text or "xception" in text or "ailed" in text:
+            return True
+        event = self.event
+        if event is not None and event.severity == "error" and event.signature not in _GENERIC:
+            return True
+        if event is not None:
+            return False
+        # a distinctive needle (a short one such as "Model " is in many lines)
+        return any(
+            len(needle) >= 16 and needle in text
+            for number in candidates(text)[0]
+            for needle in RULES[number].needles
+        )
 
     def _read_joined(self, line: str) -> tuple[str, LogEvent | None]:
         raw = self.text or ""
