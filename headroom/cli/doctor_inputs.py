@@ -57,14 +57,15 @@ def read_command(
     if not vllm_argv:
         return None, None, None
     reading = read_launch_line(vllm_argv, gpus=gpus, read_file=_read_named_file)
-    if reading is not None:
+    if reading is not None and not reading.translated:
+        vllm_argv = list(reading.argv)  # vLLM's own line, the shell's words around it taken away
+    elif reading is not None:
         try:
-            command, note = _read_vllm_line(list(reading.argv))
+            command, _ = _read_vllm_line(list(reading.argv))
         except CommandLineError:
-            reading = None  # the line as typed says more than the reading (its error)
+            pass  # the line as typed says more than the reading (its own error)
         else:
-            if not reading.translated:
-                return command, note, None
+            # a --config inside a container or on another machine is not this one's to read
             return with_config_file_if_readable(command), reading.note(), reading
     command, note = _read_vllm_line(vllm_argv)
     try:

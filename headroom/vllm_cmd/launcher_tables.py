@@ -67,8 +67,11 @@ LLAMA_FACTORY = Launcher(
         "adapter_name_or_path": ("enable_lora", "set_on"),
     },
     own=frozenset({"seed", "model_revision", "quantization_bit", "rope_scaling", "template"}),
-    defaults={"max_model_len": 4096, "gpu_memory_utilization": 0.7},
-    defaults_note="LLaMA-Factory's own defaults for what the line does not say (vllm_maxlen 2048 before v0.9.1, vllm_gpu_util 0.9 before v0.9.3)",
+    # vllm_gpu_util's default is 0.9 until v0.9.2 and 0.7 from v0.9.3 (2025-06): which one ran
+    # is not known from a line, and 0.9 is vLLM's own, so it is not assumed
+    defaults={"max_model_len": 4096},
+    defaults_note="LLaMA-Factory's own vllm_maxlen default for a line that does not say "
+    "(2048 before v0.9.1; vllm_gpu_util is 0.9, 0.7 from v0.9.3)",
 )
 
 LLAMA_FACTORY_INFER = Launcher(

@@ -1,7 +1,8 @@
 """A launcher's command line read as the vLLM engine args it starts vLLM with.
 
 Many start vLLM through another tool: FastChat's vllm_worker, LLaMA-Factory, verl, EasyR1,
-OpenRLHF, TRL, Xinference, KServe (tables in `launcher_tables`), a container image or a
+OpenRLHF, TRL, Xinference, KServe, lm-eval, ms-swift, Ray Serve (tables in `launcher_tables`
+and `launcher_tables_rl`, found by `launcher_identify`), a container image or a
 Python call (`launcher_forms`), wrapped in a shell line (`shell_line`). `read_launch_line`
 reads such a line into a plain vLLM command line (`vllm serve MODEL --flag value ...`,
 the environment kept in front as `env A=B`), says which of the tool's names became which
@@ -26,7 +27,8 @@ from headroom.vllm_cmd.launcher_forms import (
     read_container,
     yaml_command,
 )
-from headroom.vllm_cmd.launcher_read import ToolReading, identify, read_tool
+from headroom.vllm_cmd.launcher_identify import identify
+from headroom.vllm_cmd.launcher_read import ToolReading, read_tool
 from headroom.vllm_cmd.shell_line import NEWLINE, ShellCommand, command_segments, split_pasted
 
 ReadFile = Callable[[str], "str | None"]
@@ -48,6 +50,7 @@ class LaunchReading:
     visible_from: str | None = None
     notes: tuple[str, ...] = ()  # what was not read, and why
     tool_key: str | None = None
+    knob_names: tuple[tuple[str, str], ...] = ()  # (engine arg, the tool's own name)
     translated: bool = True  # False: vLLM's own command, only the shell's words taken away
 
     def note(self) -> str:
@@ -63,6 +66,8 @@ class LaunchReading:
         if self.visible_gpus:
             plural = "s" if self.visible_gpus != 1 else ""
             text += f"; {self.visible_gpus} GPU{plural} visible ({self.visible_from})"
+        if self.knob_names:
+            text += "; in its own names: " + ", ".join(f"{a} is {n}" for a, n in self.knob_names)
         return "; ".join([text, *self.notes])
 
 
@@ -182,6 +187,7 @@ def _from_tool(tool: ToolReading, env) -> LaunchReading:
         visible_from=tool.visible_from,
         notes=tool.notes,
         tool_key=tool.launcher.key,
+        knob_names=tool.knob_names,
     )
 
 
@@ -231,6 +237,7 @@ def _from_container(
         visible_from=box.gpus_said if box.visible_gpus else base.visible_from,
         notes=base.notes,
         tool_key=base.tool_key,
+        knob_names=base.knob_names,
     )
 
 
@@ -267,6 +274,7 @@ def _from_yaml(spec, gpus, read_file) -> LaunchReading | None:
         visible_from=spec.gpus_said or (nested.visible_from if nested else None),
         notes=nested.notes if nested else (),
         tool_key=nested.tool_key if nested else None,
+        knob_names=nested.knob_names if nested else (),
     )
 
 

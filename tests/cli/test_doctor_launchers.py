@@ -74,3 +74,13 @@ def test_every_gpu_given_is_llamafactorys_tp(capsys, tmp_path):
     note = next(x for x in doc["lacking"] if "LLaMA-Factory" in x)
     assert "every GPU it sees is tensor_parallel_size" in note
     assert "max_model_len 4096" in note  # its own vllm_maxlen default, not the model's length
+
+
+def test_vllms_own_line_in_a_shell_line_keeps_its_config_file(capsys, tmp_path):
+    config = tmp_path / "serve.yaml"
+    config.write_text("tensor-parallel-size: 3\n")
+    # Yi-34B's 56 heads refuse TP 3: the file's TP was read through the shell's nohup ... &
+    _, doc = _doctor(
+        capsys, line=f"nohup vllm serve 01-ai/Yi-34B-Chat --config {config} > vllm.log 2>&1 &"
+    )
+    assert doc["findings"][0]["id"] == "tp-heads-not-divisible"
