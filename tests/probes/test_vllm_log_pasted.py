@@ -70,6 +70,33 @@ def test_a_text_wrapped_at_word_breaks_reads_the_same(case, width):
     assert sig.kind in _kinds("\n".join(lines)), (sig.id, width)
 
 
+def _word_wrap(text: str, width: int) -> str:
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*lines, line])
+
+
+def test_every_catalog_text_wrapped_at_common_widths_reads_the_same():
+    """Deterministic companion of the properties above (a catalog entry added later is held to
+    it at once): every failure text at the widths of common terminals and editors."""
+    missed = [
+        (sig.id, how, width)
+        for sig, example in FAILURES
+        for width in (40, 57, 80, 100, 120, 160)
+        for how, wrapped in (
+            ("hard", _hard_wrap(example, width)),
+            ("word", _word_wrap(example, width)),
+        )
+        if sig.kind not in _kinds(wrapped)
+    ]
+    assert not missed, missed[:10]
+
+
 def test_wrapped_numbers_are_read_whole():
     """vllm-project/vllm#7526, as pasted: the KV cache's token count went to the next line."""
     text = ("ValueError: The model's max seq len (30000) is larger than the maximum number of tokens "
