@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from headroom.doctor import DoctorInputs
-from headroom.doctor.gpu_spec import read_gpus_option, resolve_nodes
+from headroom.doctor.gpu_spec import GpuSpecError, parse_gpu_spec, read_gpus_option, resolve_nodes
 from headroom.doctor.model_table import find_model, known_model_names
 from headroom.probes.log_file import LogFileError, digest_file
 from headroom.probes.model import ModelShape
@@ -272,6 +272,13 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
     given_gpus = gpu_spec.count if gpu_spec is not None else gpu_count
     command, command_note, launch = read_command(vllm_argv, gpus=given_gpus)
     lacking: list[str] = [command_note] if command_note else []
+    if gpu_spec is None and gpu_count is None and not args.nvml and launch and launch.gpus:
+        # the GPUs a SkyPilot task, a node selector or a Ray Serve config names, as --gpus
+        # would (a kind the GPU table does not know says nothing: words may still name it)
+        try:
+            gpu_spec = parse_gpu_spec(launch.gpus)
+        except GpuSpecError:
+            gpu_spec = None
     log = None
     if args.log:
         try:

@@ -142,6 +142,7 @@ class ContainerSpec:
     env: tuple[tuple[str, str], ...]
     visible_gpus: int | None
     gpus_said: str | None
+    gpu_kind: str | None = None  # SkyPilot's accelerator, a node label's GPU product
 
 
 _COMMAND_KEYS = ("command:", "args:", "run:", "commands:")
@@ -157,7 +158,7 @@ def yaml_command(tokens: Sequence[str]) -> ContainerSpec | None:
     bare = [t.strip("'\"") for t in tokens]
     if not any(b in _COMMAND_KEYS for b in bare):
         return None
-    image = said = None
+    image = said = kind = None
     gpus: int | None = None
     env: list[tuple[str, str]] = []
     words: list[str] = []
@@ -188,9 +189,13 @@ def yaml_command(tokens: Sequence[str]) -> ContainerSpec | None:
         elif key in ("nvidia.com/gpu:", "amd.com/gpu:") and following.isdigit():
             gpus, said = int(following), f"{key} {following}"
         elif key == "accelerators:" and ":" in following:
-            count = following.strip("{}").rsplit(":", 1)[1].strip()
-            if count.isdigit():
+            name, _, count = following.strip("{}").rpartition(":")
+            if count.strip().isdigit():
                 gpus, said = int(count), f"accelerators: {following}"
+                kind = name.strip() or kind
+        elif key in ("nvidia.com/gpu.product:", "cloud.google.com/gke-accelerator:"):
+            # a node selector's GPU product (GPU feature discovery's label, GKE's)
+            kind = re.sub(r"^(nvidia-)?(tesla-)?", "", following, flags=re.IGNORECASE) or kind
         elif key == "count:" and nvidia and following.isdigit() and gpus is None:
             gpus, said = int(following), f"count: {following}"
         elif key == "device_ids:":
@@ -210,7 +215,7 @@ def yaml_command(tokens: Sequence[str]) -> ContainerSpec | None:
             gpus, said = _device_count(found[-1]), f"NVIDIA/CUDA_VISIBLE_DEVICES={found[-1]}"
     while words and words[-1] == NEWLINE:
         words.pop()
-    return ContainerSpec(tuple(words), image, tuple(env), gpus, said)
+    return ContainerSpec(tuple(words), image, tuple(env), gpus, said, kind)
 
 
 def _list_items(rest: Sequence[str]) -> list[str]:

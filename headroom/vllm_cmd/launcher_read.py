@@ -52,6 +52,7 @@ class ToolReading:
     notes: tuple[str, ...]
     style: str = "flags"  # how the line gave them: "flags" (--x v) or "settings" (x=v, x: v)
     knob_names: tuple[tuple[str, str], ...] = ()  # (engine arg, the tool's name) not said
+    gpus: str | None = None  # COUNTxNAME the settings name (Ray Serve's accelerator_type)
 
 
 def read_tool(
@@ -166,8 +167,15 @@ def read_tool(
         if model:  # its registry's name and size: `-n qwen2.5-instruct -s 0_5` is 0.5B
             out["model"] = f"{model}-{size}b" if size else str(model)
     style = "flags" if any(s.typed.startswith("-") for s in typed) else "settings"
+    gpus_named = None
+    if launcher is RAY_SERVE_LLM and "accelerator_type" in settings:
+        # Ray places TP x PP GPUs of this type for each replica (LLMConfig accelerator_type)
+        world = 1
+        for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+            world *= out[key] if isinstance(out.get(key), int) and out[key] > 0 else 1  # type: ignore[operator]
+        gpus_named = f"{world}x{yaml_scalar(settings['accelerator_type'].value)}"
     return ToolReading(launcher, out, tuple(renamed), tuple(defaults), visible, visible_from,
-                       tuple(notes), style, _knob_names(launcher, renamed))  # fmt: skip
+                       tuple(notes), style, _knob_names(launcher, renamed), gpus_named)  # fmt: skip
 
 
 # The knobs the doctor's findings turn: where the line does not say them, the note gives

@@ -51,7 +51,10 @@ class LaunchReading:
     notes: tuple[str, ...] = ()  # what was not read, and why
     tool_key: str | None = None
     knob_names: tuple[tuple[str, str], ...] = ()  # (engine arg, the tool's own name)
-    translated: bool = True  # False: vLLM's own command, only the shell's words taken away
+    translated: bool = True
+    gpus: str | None = (
+        None  # COUNTxNAME when the text names the GPUs' kind (SkyPilot, labels)  # False: vLLM's own command, only the shell's words taken away
+    )
 
     def note(self) -> str:
         """One line for the doctor's `lacking`: what the line was read as, and how."""
@@ -66,6 +69,8 @@ class LaunchReading:
         if self.visible_gpus:
             plural = "s" if self.visible_gpus != 1 else ""
             text += f"; {self.visible_gpus} GPU{plural} visible ({self.visible_from})"
+        if self.gpus:
+            text += f"; GPUs {self.gpus} as the text names them"
         if self.knob_names:
             text += "; in its own names: " + ", ".join(f"{a} is {n}" for a, n in self.knob_names)
         return "; ".join([text, *self.notes])
@@ -188,6 +193,7 @@ def _from_tool(tool: ToolReading, env) -> LaunchReading:
         notes=tool.notes,
         tool_key=tool.launcher.key,
         knob_names=tool.knob_names,
+        gpus=tool.gpus,
     )
 
 
@@ -275,6 +281,9 @@ def _from_yaml(spec, gpus, read_file) -> LaunchReading | None:
         notes=nested.notes if nested else (),
         tool_key=nested.tool_key if nested else None,
         knob_names=nested.knob_names if nested else (),
+        gpus=f"{spec.visible_gpus}x{spec.gpu_kind}"
+        if spec.gpu_kind and spec.visible_gpus
+        else None,
     )
 
 

@@ -84,3 +84,21 @@ def test_vllms_own_line_in_a_shell_line_keeps_its_config_file(capsys, tmp_path):
         capsys, line=f"nohup vllm serve 01-ai/Yi-34B-Chat --config {config} > vllm.log 2>&1 &"
     )
     assert doc["findings"][0]["id"] == "tp-heads-not-divisible"
+
+
+def test_a_skypilot_task_names_its_gpus(capsys):
+    line = (
+        "resources:\n  accelerators: L4:4 # four L4\nrun: |\n"
+        "  vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 4 --max-model-len 8192"
+    )
+    code = doctor.main(["--json", "--", line])
+    doc = json.loads(capsys.readouterr().out)
+    assert code != 2 and doc["shape"] == "1 node x 4 L4"
+    assert not any("no GPU description" in x for x in doc["lacking"])
+
+
+def test_a_gpu_kind_the_table_does_not_know_is_not_an_input_error(capsys):
+    line = "resources:\n  accelerators: Z9000:2\nrun: |\n  vllm serve Qwen/Qwen2.5-7B-Instruct"
+    code = doctor.main(["--json", "--", line])
+    doc = json.loads(capsys.readouterr().out)
+    assert code != 2 and doc["shape"] is None

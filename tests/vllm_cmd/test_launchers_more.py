@@ -155,6 +155,7 @@ def test_a_ray_serve_llm_config():
   import_path: ray.serve.llm:build_openai_app"""
     )
     assert (cmd.model, cmd.get("tensor_parallel_size")) == ("Qwen/Qwen2.5-0.5B-Instruct", 2)
+    assert reading.gpus == "2xA10G"  # TP 2 x PP 1 GPUs of its accelerator_type
 
 
 def test_a_yaml_of_vllms_own_engine_args():
@@ -172,4 +173,21 @@ def test_a_skypilot_task_runs_its_run_block():
         "  vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 4 --max-model-len 8192"
     )
     assert (cmd.model, cmd.get("tensor_parallel_size")) == ("Qwen/Qwen2.5-7B-Instruct", 4)
-    assert reading.visible_gpus == 4
+    assert reading.visible_gpus == 4 and reading.gpus == "4xL4"
+
+
+def test_a_node_selectors_gpu_product_names_the_kind():
+    # GPU feature discovery's node label (nvidia.com/gpu.product) beside the GPU request
+    reading, _ = _read(
+        """    spec:
+      nodeSelector:
+        nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.8.5
+        args: ["--model", "Qwen/Qwen2.5-72B-Instruct", "--tensor-parallel-size", "2"]
+        resources:
+          limits:
+            nvidia.com/gpu: 2"""
+    )
+    assert reading.gpus == "2xA100-SXM4-80GB" and reading.release == "0.8.5"
