@@ -19,6 +19,7 @@ from headroom.doctor import (
     rules_flags,
     rules_gpu,
     rules_hang,
+    rules_hints,
     rules_long_context,
     rules_memory_gate,
     rules_multinode,
@@ -52,6 +53,7 @@ from headroom.doctor.findings import (
 from headroom.doctor.gpu_spec import GpuSpec, GpuSpecError, parse_gpu_spec
 from headroom.doctor.steps import (
     dedupe_actions,
+    drop_emptied,
     drop_infeasible,
     rank,
     resolve_conflicts,
@@ -109,6 +111,7 @@ def all_rules():
         + rules_words_fix.RULES
         + rules_words_usage.RULES
         + rules_words_output.RULES
+        + rules_hints.RULES
     )
 
 
@@ -135,7 +138,7 @@ def diagnose(inputs: DoctorInputs) -> Diagnosis:
     # Every action is checked against the memory model before ranking; after conflicts and
     # repeats are removed, each finding takes the step of its top action's knob.
     checked = [drop_infeasible(f, ctx) for f in findings]
-    ranked = step_by_top_action(dedupe_actions(resolve_conflicts(rank(checked))))
+    ranked = step_by_top_action(drop_emptied(dedupe_actions(resolve_conflicts(rank(checked)))))
     return Diagnosis(tuple(ranked), step_statuses(ranked, ctx), tuple(_lacking(ctx)))
 
 

@@ -88,16 +88,23 @@ _ID_ORDER = (
 # Findings from the command line alone (rules_preflight): after every error and warning, so
 # that a finding a real log line gives always ranks first; before the notes.
 _AFTER_WARNINGS = ("preflight-",)
+# The fix a vLLM message names (rules_hints): below every rule that knows the failure, which
+# weighs numbers or knows the release and may rightly lead with another knob.
+_BELOW_SPECIFIC = ("vllm-named-fix",)
+# Findings that only restate changes: dropped when those above them already offer them all.
+_DROPPED_WHEN_EMPTIED = _BELOW_SPECIFIC
 
 
 def _order(finding: Finding) -> tuple[int, int]:
     if finding.id.startswith(_AFTER_WARNINGS):
-        return _SEVERITY_ORDER["warning"], len(_ID_ORDER) + 2
+        return _SEVERITY_ORDER["warning"], len(_ID_ORDER) + 3
+    if finding.id.startswith(_BELOW_SPECIFIC):
+        return _SEVERITY_ORDER[finding.severity], len(_ID_ORDER) + 1
     for i, prefix in enumerate(_ID_ORDER):
         if finding.id.startswith(prefix):
             return _SEVERITY_ORDER[finding.severity], i
     if finding.id == "engine-died":
-        return _SEVERITY_ORDER[finding.severity], len(_ID_ORDER) + 1  # a symptom, never the cause
+        return _SEVERITY_ORDER[finding.severity], len(_ID_ORDER) + 2  # a symptom, never the cause
     return _SEVERITY_ORDER[finding.severity], len(_ID_ORDER)
 
 
@@ -187,6 +194,12 @@ def dedupe_actions(findings: list[Finding]) -> list[Finding]:
             f = replace(f, actions=tuple(kept), evidence=f.evidence + tuple(notes))
         out.append(f)
     return out
+
+
+def drop_emptied(findings: list[Finding]) -> list[Finding]:
+    """Remove a finding that only restated changes once the findings above it offer them all
+    (dedupe_actions and resolve_conflicts took its actions): it would say nothing more."""
+    return [f for f in findings if f.actions or not f.id.startswith(_DROPPED_WHEN_EMPTIED)]
 
 
 def step_by_top_action(findings: list[Finding]) -> list[Finding]:
