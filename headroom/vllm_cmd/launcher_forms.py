@@ -67,12 +67,17 @@ def is_container_run(words: Sequence[str]) -> bool:
     if not words or os.path.basename(words[0]) not in _DOCKER_PROGRAMS:
         return False
     rest = list(words[1:3])
-    return bool(rest) and (rest[0] in ("run", "create") or rest[:2] == ["container", "run"])
+    return bool(rest) and (
+        rest[0] in ("run", "create", "exec")
+        or rest[:2] in (["container", "run"], ["compose", "run"])
+    )
 
 
 def read_container(words: Sequence[str]) -> Container | None:
     """The image and its command of `docker|podman run [OPTIONS] IMAGE [ARGS]`."""
-    i = 2 if words[1] in ("run", "create") else 3
+    # `docker exec [OPTIONS] CONTAINER CMD` reads like run: the container's name where the
+    # image is (it names no release); `docker compose run SERVICE CMD` likewise
+    i = 2 if words[1] in ("run", "create", "exec") else 3
     env: list[tuple[str, str]] = []
     gpus: int | None = None
     said: str | None = None

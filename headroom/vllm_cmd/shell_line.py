@@ -262,6 +262,8 @@ def _unwrap(words: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
                 i += 2 if words[i] in takes else 1
             i += _WRAPPER_OPERANDS.get(program, 0)
             words = words[i:]
+        elif program == "kubectl" and len(words) > 1 and words[1] == "exec" and "--" in words:
+            words = words[words.index("--") + 1 :]  # kubectl exec POD -- CMD: the pod runs CMD
         elif program in _RUNNERS and len(words) > 1 and words[1] == "run":
             i = 2
             while i < len(words) and words[i].startswith("-"):

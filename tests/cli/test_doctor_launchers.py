@@ -102,3 +102,21 @@ def test_a_gpu_kind_the_table_does_not_know_is_not_an_input_error(capsys):
     code = doctor.main(["--json", "--", line])
     doc = json.loads(capsys.readouterr().out)
     assert code != 2 and doc["shape"] is None
+
+
+def test_plan_evaluates_a_launchers_line_as_its_vllm_engine_args(capsys):
+    from headroom.cli import plan
+
+    code = plan.main(
+        ["Qwen2.5-7B-Instruct", "--gpus", "2xRTX4090", "--json", "--",
+         *shlex.split(
+             "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-"
+             "Instruct data.max_prompt_length=1024 data.max_response_length=4096"
+         )]
+    )  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    # verl's own defaults (TP 2, utilization 0.5) and prompt + response as max_model_len
+    assert (doc["tensor_parallel_size"], doc["gpu_memory_utilization"]) == (2, 0.5)
+    assert doc["max_model_len"] == 5120
+    assert any("verl's rollout config" in n for n in doc["notes"])

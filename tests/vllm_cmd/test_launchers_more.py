@@ -191,3 +191,17 @@ def test_a_node_selectors_gpu_product_names_the_kind():
             nvidia.com/gpu: 2"""
     )
     assert reading.gpus == "2xA100-SXM4-80GB" and reading.release == "0.8.5"
+
+
+def test_exec_into_a_running_container_or_pod():
+    # `docker exec [OPTIONS] CONTAINER COMMAND` and `kubectl exec POD -- COMMAND`, as their
+    # own docs write them: the command inside is vLLM's own line
+    reading, cmd = _read(
+        "docker exec -it vllm-container vllm serve Qwen/Qwen3-8B --max-model-len 8192"
+    )
+    assert (cmd.model, cmd.get("max_model_len"), reading.release) == ("Qwen/Qwen3-8B", 8192, None)
+    reading, cmd = _read(
+        "kubectl exec -it vllm-pod-0 -n llm -- python3 -m vllm.entrypoints.openai.api_server "
+        "--model Qwen/Qwen3-8B -tp 2"
+    )
+    assert not reading.translated and cmd.get("tensor_parallel_size") == 2

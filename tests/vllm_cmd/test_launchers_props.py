@@ -81,8 +81,11 @@ def test_any_line_is_read_without_error_into_named_engine_args(text, gpus):
         assert dest in FLAGS_BY_DEST or dest == "model", dest
     launcher = next(x for x in LAUNCHERS if x.key == reading.tool_key)
     allowed = launcher.engine_args_named() | _named_by_the_line(tokens) | {"model"}
-    if launcher.engine_keys:  # a YAML of engine args names them by vLLM's own names
-        allowed |= set(FLAGS_BY_DEST) - {"config"}
+    if launcher.engine_keys or launcher.prefixes:
+        # vLLM's own names under the tool's (a YAML of engine args, engine_kwargs.vllm.X,
+        # lm-eval's model_args, ms-swift's vllm_X): the text itself spells each one
+        spelled = text.replace("-", "_")
+        allowed |= {d for d in FLAGS_BY_DEST if d in spelled and d != "config"}
     extra = set(reading.engine_args) - allowed
     # vllm_config's JSON (LLaMA-Factory) names engine args of its own: only max_num_seqs here
     assert extra <= {"max_num_seqs"}, (extra, tokens)
