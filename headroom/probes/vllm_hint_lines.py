@@ -21,6 +21,7 @@ lines read (_MAX_LINES), their length (_MAX_CHARS) and the messages kept (_MAX_M
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -64,13 +65,13 @@ _LEVELS = {"WARNING": "warning", "ERROR": "error", "CRITICAL": "error"}
 
 
 def vllm_messages(lines: Iterable[object], first_lineno: int = 1) -> list[VllmMessage]:
-    """vLLM's own messages in `lines` (normalised log lines), in order. Never raises."""
+    """vLLM's own messages in `lines` (normalised log lines), in order, the last
+    _MAX_MESSAGES of them. Never raises."""
     kept = [line[:_MAX_CHARS] if isinstance(line, str) else "" for _, line in
             zip(range(_MAX_LINES), lines, strict=False)]  # fmt: skip
-    out: list[VllmMessage] = []
+    # the last messages: a failure is at the end of a long log, after its start's warnings
+    out: deque[VllmMessage] = deque(maxlen=_MAX_MESSAGES)
     for index, line in enumerate(kept):
-        if len(out) >= _MAX_MESSAGES:
-            break
         try:
             found = _message_of(line)
         except (RecursionError, MemoryError, ValueError, TypeError):
@@ -80,11 +81,16 @@ def vllm_messages(lines: Iterable[object], first_lineno: int = 1) -> list[VllmMe
         severity, text = found
         text = _continued(text, kept, index)
         out.append(VllmMessage(first_lineno + index, severity, text.strip(), line))
-    return out
+    return list(out)
+
+
+# Every message above holds one of these (an exception's name, a level, the JSON body): the
+# cheap test before any regex, for the many lines of a running server that hold none.
+_NEEDLES = ("rror", "RROR", "xception", "XCEPTION", "WARNING", "CRITICAL", '"object"')
 
 
 def _message_of(line: str) -> tuple[str, str] | None:
-    if not line.strip() or is_client_text(line):
+    if not any(needle in line for needle in _NEEDLES) or is_client_text(line):
         return None
     prefix = prefix_match(line)
     rest = line[prefix.end() :] if prefix is not None else line

@@ -293,12 +293,17 @@ def _after_mention(mention, tokens, words, i, sentence, numbers):
             if nxt == "enabled" or nxt == "true":
                 value = value or ("1" if mention.form == "env" else "true")
             return _fix(mention, "set", value, "must be " + nxt, sentence, numbers), k
-        quoted = tokens[k] if k < len(tokens) else None
-        if quoted is not None and (
-            quoted.group("sq") or quoted.group("dq") or quoted.group("tick")
-        ):
+        said = tokens[k] if k < len(tokens) else None
+        if said is not None and (
+            said.group("sq") or said.group("dq") or said.group("tick") or said.group("num")
+        ):  # "'load_format' must be 'runai_streamer'", "data_parallel_size_local must be 1"
             return _fix(mention, "set", value_at(tokens, k), "must be", sentence, numbers), k
         return None, j
+    if before[-1:] == ["without"] and look[:2] == ["set", "to"]:
+        # "torch_shm is known to fail without VLLM_WORKER_MULTIPROC_METHOD set to spawn" (0.20.2)
+        return _fix(
+            mention, "set", value_at(tokens, i + 3), "without set", sentence, numbers
+        ), i + 3
     if before[-1:] == ["leave"] and look[:1] == ["unset"]:  # "leave --all2all-backend unset."
         return NamedFix(mention.knob, mention.form, "set", None, "leave unset", sentence[:400],
                         mention.spelled, True, numbers), i + 1  # fmt: skip

@@ -90,3 +90,14 @@ def test_never_raises_and_is_bounded(lines):
     assert len(found) <= 64
     assert all(isinstance(m, VllmMessage) and m.severity in ("error", "warning") for m in found)
     assert all(1 <= m.lineno <= len(lines) for m in found)
+
+
+def test_the_last_messages_of_a_long_log_are_kept():
+    """A failure comes at the end, after a running server's warnings (real lines: the 0.6.3
+    arg_utils.py warning, repeated, then the 0.11.0 error)."""
+    warning = ("WARNING 10-21 08:10:03 arg_utils.py:904] --enable-prefix-caching is currently not "
+               "supported for multimodal models and has been disabled.")  # fmt: skip
+    found = vllm_messages([warning] * 200 + [f"RuntimeError: {MLA_V1}"])
+    assert len(found) == 64 and found[-1] == VllmMessage(
+        201, "error", MLA_V1, f"RuntimeError: {MLA_V1}"
+    )
