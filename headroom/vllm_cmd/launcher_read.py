@@ -98,36 +98,9 @@ def read_tool(
         shown = s.typed
         entry = launcher.settings.get(name)
         if entry is not None:
-            engine, how = entry
-            if how == "length":
-                n = as_int(s.value)
-                if n is not None and n > 0:
-                    lengths[engine] = n
-            elif how == "gpus":
-                count = _gpu_count(s.value)
-                if count is not None:
-                    visible, visible_from = count, f"{shown} {yaml_scalar(s.value)}"
-            elif how == "engine_args":
-                mapping = as_json_object(s.value) if isinstance(s.value, str) else None
-                for key, value in (mapping or {}).items():
-                    if lookup_dest(str(key)) is not None:
-                        put(str(key), value, f"{shown}.{key}")
-            elif how == "dtype":
-                word = str(yaml_scalar(s.value)).lower()
-                put(engine, _DTYPES.get(word, word), shown)
-            elif how == "above_one":
-                n = as_int(s.value)
-                if n is not None and n > 1:
-                    put(engine, n, shown)
-            elif how == "above_one_on":
-                n = as_int(s.value)
-                if n is not None:
-                    put(engine, n > 1, shown)
-            elif how == "set_on":
-                if str(yaml_scalar(s.value)).lower() not in ("", "null", "none", "false"):
-                    put(engine, True, shown)
-            else:
-                put(engine, s.value, shown)
+            count = _apply(entry, s, put, lengths)
+            if count is not None:
+                visible, visible_from = count, f"{shown} {yaml_scalar(s.value)}"
             continue
         if name in launcher.own or s.typed == "":
             continue
@@ -167,15 +140,52 @@ def read_tool(
         if model:  # its registry's name and size: `-n qwen2.5-instruct -s 0_5` is 0.5B
             out["model"] = f"{model}-{size}b" if size else str(model)
     style = "flags" if any(s.typed.startswith("-") for s in typed) else "settings"
-    gpus_named = None
-    if launcher is RAY_SERVE_LLM and "accelerator_type" in settings:
-        # Ray places TP x PP GPUs of this type for each replica (LLMConfig accelerator_type)
-        world = 1
-        for key in ("tensor_parallel_size", "pipeline_parallel_size"):
-            world *= out[key] if isinstance(out.get(key), int) and out[key] > 0 else 1  # type: ignore[operator]
-        gpus_named = f"{world}x{yaml_scalar(settings['accelerator_type'].value)}"
+    gpus_named = _ray_gpus(out, settings) if launcher is RAY_SERVE_LLM else None
     return ToolReading(launcher, out, tuple(renamed), tuple(defaults), visible, visible_from,
                        tuple(notes), style, _knob_names(launcher, renamed), gpus_named)  # fmt: skip
+
+
+def _apply(entry: tuple[str, str], s: Setting, put, lengths: dict[str, int]) -> int | None:
+    """One of the table's settings, turned into engine args the way its `how` says (see
+    launcher_tables); the GPU count it gives for `gpus`, else None."""
+    engine, how = entry
+    if how == "length":
+        n = as_int(s.value)
+        if n is not None and n > 0:
+            lengths[engine] = n
+    elif how == "gpus":
+        return _gpu_count(s.value)
+    elif how == "engine_args":
+        mapping = as_json_object(s.value) if isinstance(s.value, str) else None
+        for key, value in (mapping or {}).items():
+            if lookup_dest(str(key)) is not None:
+                put(str(key), value, f"{s.typed}.{key}")
+    elif how == "dtype":
+        word = str(yaml_scalar(s.value)).lower()
+        put(engine, _DTYPES.get(word, word), s.typed)
+    elif how in ("above_one", "above_one_on"):
+        n = as_int(s.value)
+        if n is not None and how == "above_one_on":
+            put(engine, n > 1, s.typed)
+        elif n is not None and n > 1:
+            put(engine, n, s.typed)
+    elif how == "set_on":
+        if str(yaml_scalar(s.value)).lower() not in ("", "null", "none", "false"):
+            put(engine, True, s.typed)
+    else:
+        put(engine, s.value, s.typed)
+    return None
+
+
+def _ray_gpus(out: Mapping[str, object], settings: Mapping[str, Setting]) -> str | None:
+    """Ray places TP x PP GPUs of its accelerator_type for each replica (LLMConfig)."""
+    if "accelerator_type" not in settings:
+        return None
+    world = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        value = out.get(key)
+        world *= value if isinstance(value, int) and value > 0 else 1
+    return f"{world}x{yaml_scalar(settings['accelerator_type'].value)}"
 
 
 # The knobs the doctor's findings turn: where the line does not say them, the note gives
