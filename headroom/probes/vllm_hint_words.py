@@ -131,9 +131,11 @@ ABBREVIATIONS = re.compile(r"\b(e)\.g\.|\b(i)\.e\.", re.I)
 # Developer texts (an internal check, a bug report request) advise no user.
 DEVELOPER = re.compile(r"\bby this point\b|\bshould not happen\b|\bplease open an issue\b", re.I)
 # A way to see more, not a fix: "(run with NCCL_DEBUG=WARN for details)", "set the environment
-# variable `VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue".
+# variable `VLLM_LOGGING_LEVEL=DEBUG` to turn on verbose logging to help debug the issue",
+# PyTorch's "For debugging consider passing CUDA_LAUNCH_BLOCKING=1".
 DEBUG_AID = re.compile(
-    r"(?i:\bfor (?:more )?details\b|\bfor more info|\bverbose\b|\bto (?:help )?debug\b|\bto see\b)"
+    r"(?i:\bfor (?:more )?details\b|\bfor more info|\bverbose\b|\bto (?:help )?debug\b|\bto see\b"
+    r"|\bfor debugging\b|\bdevice-side assertions\b)"
     r"|_DEBUG\b|LOGGING_LEVEL|=(?:DEBUG|TRACE|INFO)\b"
 )
 # A question or a hedge: a person wondering, never vLLM's advice ("Should I increase

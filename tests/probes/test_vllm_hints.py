@@ -167,5 +167,16 @@ def test_shuffled_hint_words_never_raise(words):
     assert all(f.direction in ("raise", "lower", "set") for f in found)
 
 
+def test_a_way_to_see_more_is_no_fix():
+    """PyTorch's CUDA error suffix (c10/cuda/CUDAMiscFunctions.cpp get_cuda_check_suffix) and
+    NCCL's through vLLM's pynccl (0.4.3+ pynccl_wrapper.py: "run with NCCL_DEBUG=WARN for
+    details"): debugging aids, not the failure's fix."""
+    torch_suffix = ("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might "
+                    "be asynchronously reported at some other API call, so the stacktrace below "
+                    "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1")  # fmt: skip
+    assert _reading(torch_suffix) == []
+    assert _reading("NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)") == []
+
+
 def test_anything_but_a_string_is_no_fix():
     assert fixes_in_message(None) == () and fixes_in_message(b"Set VLLM_USE_V1=0") == ()
