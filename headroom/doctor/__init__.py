@@ -55,6 +55,7 @@ from headroom.doctor.steps import (
     dedupe_actions,
     drop_emptied,
     drop_infeasible,
+    drop_no_ops,
     rank,
     resolve_conflicts,
     step_by_top_action,
@@ -137,7 +138,7 @@ def diagnose(inputs: DoctorInputs) -> Diagnosis:
         findings = [f for f in findings if f.id != "engine-died"]  # a symptom of the cause found
     # Every action is checked against the memory model before ranking; after conflicts and
     # repeats are removed, each finding takes the step of its top action's knob.
-    checked = [drop_infeasible(f, ctx) for f in findings]
+    checked = [drop_no_ops(drop_infeasible(f, ctx), ctx) for f in findings]
     ranked = step_by_top_action(drop_emptied(dedupe_actions(resolve_conflicts(rank(checked)))))
     return Diagnosis(tuple(ranked), step_statuses(ranked, ctx), tuple(_lacking(ctx)))
 

@@ -13,6 +13,7 @@ from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import account, heads_valid
+from headroom.doctor.model_bytes import weights_gib_per_gpu
 from headroom.doctor.pp_support import NEWEST_READ, PP_SINCE
 from headroom.doctor.rules_parallel_split import (
     divide_finding,
@@ -153,8 +154,6 @@ def _heavy_below(model, tp: int, candidates: list[int]) -> bool:
     below = [t for t in candidates if t < tp]
     if not below:
         return False
-    from headroom.doctor.model_bytes import weights_gib_per_gpu
-
     try:
         return weights_gib_per_gpu(model, max(below), 1) > _WEIGHTS_A_SMALL_GPU_HOLDS_GIB
     except (ArithmeticError, AttributeError, TypeError, ValueError):

@@ -15,6 +15,7 @@ from headroom.doctor.candidate_actions import action_problems
 from headroom.doctor.findings import STEP_NAMES, Action, Finding, StepStatus, finding_step
 from headroom.doctor.memory_model import heads_valid
 from headroom.doctor.rules_parallel import gpus_per_node
+from headroom.vllm_cmd import apply_changes
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -228,6 +229,35 @@ def drop_infeasible(finding: Finding, ctx) -> Finding:
     if not notes:
         return finding
     return replace(finding, actions=tuple(kept), evidence=finding.evidence + tuple(notes))
+
+
+def drop_no_ops(finding: Finding, ctx) -> Finding:
+    """Remove every action that would restart the same configuration: an engine arg set to
+    the value the command line already gives it (`--enforce-eager` proposed on a line that
+    has it). One key must never relaunch what just failed; the evidence says it was there."""
+    cmd = ctx.inputs.command
+    if cmd is None or not finding.actions:
+        return finding
+    kept, notes = [], []
+    for a in finding.actions:
+        if _changes_nothing(cmd, a):
+            notes.append(f"{a.knob} is already {a.value} on the command line: not proposed")
+        else:
+            kept.append(a)
+    if not notes:
+        return finding
+    return replace(finding, actions=tuple(kept), evidence=finding.evidence + tuple(notes))
+
+
+def _changes_nothing(cmd, action: Action) -> bool:
+    # Environment variables (upper case) and advice without a value are not on the line.
+    if action.value is None or not action.knob.islower() or not cmd.has(action.knob):
+        return False
+    changes = {action.knob: action.value, **dict(action.also)}
+    try:
+        return apply_changes(cmd, changes).engine_args() == cmd.engine_args()
+    except ValueError:  # a value the line cannot take: not ours to judge here
+        return False
 
 
 def _table_step(finding: Finding) -> int | None:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from headroom.vllm_cmd.flags import FLAGS_BY_OPTION, FlagSpec, lookup_dest
+from headroom.vllm_cmd.flags import FLAGS_BY_OPTION, FlagSpec, lookup_dest, lookup_option
 from headroom.vllm_cmd.scan import CommandLineError, format_value, looks_like_flag, scan_tokens
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -146,8 +146,6 @@ def vllm_spec(option_text: str, *, exact: bool) -> FlagSpec | None:
         spec = FLAGS_BY_OPTION.get("--" + long[5:])
         spec = spec if spec is not None and spec.kind == "bool" else None
     if spec is None and not exact:
-        from headroom.vllm_cmd.flags import lookup_option
-
         spec = lookup_option(option_text)
     return spec
 

@@ -110,9 +110,18 @@ def test_the_fixtures_give_the_doctor_plenty_to_offer():
     assert {"max_model_len", "gpu_memory_utilization", "tensor_parallel_size"} <= knobs, knobs
 
 
+def _hashable(value: object) -> object:
+    """A list value (nargs="+" flags: --served-model-name A B) as a tuple, so rows can be a set."""
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _engine_rows(before: VllmCommand, after: VllmCommand) -> set[tuple[str, object, object]]:
     old, new = before.engine_args(), after.engine_args()
-    return {(k, old.get(k), new.get(k)) for k in {*old, *new} if old.get(k) != new.get(k)}
+    return {
+        (k, _hashable(old.get(k)), _hashable(new.get(k)))
+        for k in {*old, *new}
+        if old.get(k) != new.get(k)
+    }
 
 
 def _env_rows(before: dict[str, str], after: dict[str, str]) -> set[tuple[str, object, object]]:
@@ -150,7 +159,7 @@ async def test_the_dialog_shows_what_the_supervisor_launches(
     assert argv[:2] == ["vllm", "serve"]
     launched_rows = _engine_rows(parse_command(before_argv), parse_command(argv))
     launched_rows |= _env_rows(before_env, env)
-    dialog_rows = {(c.name, c.old, c.new) for c in plan.diff}
+    dialog_rows = {(c.name, _hashable(c.old), _hashable(c.new)) for c in plan.diff}
     assert dialog_rows == launched_rows
     assert dialog_rows, "an action that changes nothing"
     for name, _, _ in dialog_rows:
