@@ -211,10 +211,18 @@ def model_from_option(
     if looks_like_repo_id(name):
         found = lookup_model(name, env)
         return found.shape, found.problem
+    names = known_model_names()
     raise InputError(
         f"unknown model {name!r}: give a local model directory or config.json, a Hub id "
-        f"(org/name), or one of: {', '.join(known_model_names())}"
+        f"(org/name), or a model the built-in table knows ({len(names)} shapes, e.g. "
+        f"{', '.join(names[:6])}; names as people write them, with or without the org)"
     )
+
+
+def _names_a_path(text: str) -> bool:
+    """`--model-config` text that can only be a path (a config file, a directory spelled as
+    one), not a model's name."""
+    return text.endswith((".json", "/")) or text.startswith(("/", "./", "../", "~"))
 
 
 def model_for_name(
@@ -290,8 +298,20 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
         from headroom.probes.topology import parse_topo_text
 
         topology = parse_topo_text(read_text(args.topo))
+    model_name = None
     if args.model_config:
-        model, problem = model_from_option(args.model_config, env)
+        try:
+            model, problem = model_from_option(args.model_config, env)
+        except InputError:
+            if _names_a_path(args.model_config):
+                raise  # a file or directory that is not there: a typo the user must see
+            # A name nothing here knows: diagnose all the same, from what the name says.
+            model, model_name = None, args.model_config
+            problem = (
+                f"model {args.model_config!r} is not in the built-in table "
+                f"({len(known_model_names())} shapes), a local config or a Hub id: "
+                "only what its name says (a parameter count, a context length) is used"
+            )
     else:
         name = getattr(command, "model", None)
         if not name and log is not None:
@@ -337,4 +357,5 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
         or (launch.release if launch is not None else None),
         lacking=tuple(lacking),
         gpu_count=gpu_count if gpu_spec is None else None,
+        model_name=model_name,
     )

@@ -210,7 +210,7 @@ class Context:
             return self.inputs.model
         cmd = self.inputs.command
         name = getattr(cmd, "model", None) if cmd is not None else None
-        name = name or getattr(self.facts, "model", None)
+        name = name or getattr(self.facts, "model", None) or self.inputs.model_name
         if name:
             return find_model(str(name))
         return model_from_words(self.words)  # a log of words: the model its text names

@@ -163,6 +163,9 @@ class DoctorInputs:
     # memory of `--gpus 4xGPU`): reported in Diagnosis.lacking, never an error.
     lacking: tuple[str, ...] = ()
     gpu_count: int | None = None  # GPUs known by count only (no memory, so no GpuSpec)
+    # A model named by the user (--model-config NAME) that no table, file or hub could read:
+    # the doctor still reads its name (a parameter count, a context length, a family).
+    model_name: str | None = None
 
 
 def action_to_json(a: Action) -> dict[str, object]:

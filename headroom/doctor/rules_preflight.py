@@ -57,7 +57,8 @@ class WeightsSizing:
 
 def model_name(ctx) -> str:
     cmd = ctx.inputs.command
-    return str(getattr(cmd, "model", None) or getattr(ctx.facts, "model", None) or "")
+    named = getattr(cmd, "model", None) or getattr(ctx.facts, "model", None)
+    return str(named or ctx.inputs.model_name or "")
 
 
 def sizing(ctx) -> WeightsSizing | None:

@@ -93,3 +93,26 @@ def test_deepseek_v3_at_tp8_is_sized_from_its_expert_width(tmp_path, capsys):
     ids = [f["id"] for f in doc["findings"]]
     assert "predicted-no-kv-memory" not in ids and "cuda-oom-weights" not in ids
     assert doc["steps"][0]["status"] != "fail"
+
+
+# A real OOM line (tests/fixtures/gpu-startup-logs, WizardLM-2-8x22B on one A100-80GB).
+OOM_LOG = FIXTURES / "gpu-startup-logs" / "a100-80gb-wizardlm2-8x22b-oom.log"
+
+
+def test_a_model_name_nothing_knows_still_diagnoses_from_its_name(capsys):
+    """--model-config NAME that is no table row, file or Hub id: not bad input, the doctor
+    goes on, says so in lacking, and still reads the name's parameter count."""
+    code = doctor.main(["--log", str(OOM_LOG), "--model-config", "Acme-Chat-140B",
+                        "--gpus", "1xA100:80", "--json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    doc = json.loads(out)
+    assert any("'Acme-Chat-140B' is not in the built-in table" in line for line in doc["lacking"])
+    evidence = " ".join(" ".join(f["evidence"]) for f in doc["findings"])
+    assert "140B parameters" in evidence  # sized from the name, as a command line's model is
+
+
+def test_a_model_config_path_that_is_not_there_is_still_bad_input(tmp_path, capsys):
+    code = doctor.main(["--log", str(OOM_LOG), "--model-config", str(tmp_path / "c.json")])
+    _, err = capsys.readouterr()
+    assert code == 2 and "unknown model" in err and "shapes, e.g." in err
