@@ -90,7 +90,10 @@ def test_command_line_after_double_dash_in_every_form(capsys):
     [
         ["--gpus", "2000xH100"],
         ["--log", "/nonexistent/file.log"],
-        ["--model-config", "no-such-model-xyz"],
+        [
+            "--model-config",
+            "./no-such-model/config.json",
+        ],  # a name alone goes on: see test_doctor_model_configs
         ["--bogus-flag"],
         ["--", "vllm", "serve", "m", "--tensor-parallel-size"],
     ],
