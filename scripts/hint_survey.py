@@ -33,7 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from catalog_coverage import LOG_CALLS, _normal, _text  # noqa: E402
+from catalog_coverage import _name, _normal, _text  # noqa: E402
+from catalog_coverage import texts_of as catalog_texts_of  # noqa: E402
 
 # The files that build `vllm serve`'s (and the older api_server's) argument parser.
 PARSERS = re.compile(
@@ -70,31 +71,13 @@ def _assigned_texts(func: ast.AST) -> dict[str, list[tuple[int, str]]]:
 
 
 def texts_of(source: str) -> list[tuple[str, str, int, str]]:
-    """(origin, exception type or logger method, line, text) of one file's messages."""
+    """(origin, exception type or logger method, line, text) of one file's messages: the
+    catalog walk's (scripts/catalog_coverage.py), plus vLLM's `err_msg` idiom."""
+    out = catalog_texts_of(source)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return []
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            text = _text(node.exc.args[0])
-            if text:
-                out.append(("raise", _call_name(node.exc), node.lineno, text))
-        elif isinstance(node, ast.Assert) and node.msg is not None:
-            text = _text(node.msg)
-            if text:
-                out.append(("assert", "AssertionError", node.lineno, text))
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in LOG_CALLS
-            and "logger" in _call_name(node.func.value).lower()
-            and node.args
-        ):
-            text = _text(node.args[0])
-            if text:
-                out.append(("log", node.func.attr, node.lineno, text))
+        return out
     # `err_msg = ("..."); raise RuntimeError(err_msg)`: the text assigned before the raise
     for func in ast.walk(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -107,16 +90,8 @@ def texts_of(source: str) -> list[tuple[str, str, int, str]]:
             if args and isinstance(args[0], ast.Name):
                 before = [t for line, t in assigned.get(args[0].id, []) if line <= node.lineno]
                 if before:
-                    out.append(("raise", _call_name(node.exc), node.lineno, before[-1]))
+                    out.append(("raise", _name(node.exc), node.lineno, before[-1]))
     return list(dict.fromkeys(out))
-
-
-def _call_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
 
 
 def env_names(source: str) -> set[str]:
@@ -135,7 +110,7 @@ def env_names(source: str) -> set[str]:
                 if sum(k.startswith("VLLM_") for k in keys) >= 3:
                     found.update(keys)
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            name = _call_name(node)
+            name = _name(node)
             owner = ast.unparse(node.func) if isinstance(node.func, ast.Attribute) else ""
             value = node.args[0].value
             if (

@@ -13,6 +13,7 @@ from headroom.doctor.findings import Action
 from headroom.doctor.gpu_table import GPUS
 from headroom.doctor.memory_model import account, heads_valid
 from headroom.doctor.model_bytes import GIB, kv_bytes_per_token
+from headroom.doctor.versions import parse_version
 
 MAX_UTILIZATION = 0.95  # above this the CUDA context and graphs have no room left
 # The lowest utilization the doctor proposes on a guess (no number to lower to).
@@ -279,3 +280,38 @@ def extra_gib_for_tokens(ctx, tokens: int, have_tokens: int) -> float | None:
         return None
     per = kv_bytes_per_token(ctx.model, ctx.knobs.tp, ctx.knobs.pp, ctx.knobs.kv_cache_dtype)
     return max(tokens - have_tokens, 0) * per / GIB
+
+
+# "Pipeline parallelism is not supported yet" (config.py) up to 0.5.0.
+PP_SINCE = (0, 5, 1)
+
+
+def lower_tp_keeping_gpus(ctx, tp: int, new_tp: int, why: str) -> list[Action]:
+    """TP lowered to `new_tp` for the parallel layout (step 2) and, on a release with PP,
+    PP raised over the GPUs it gives up, so that the same GPUs still hold the weights."""
+    pp = tp * max(ctx.knobs.pp, 1) // new_tp
+    version = parse_version(ctx.version)
+    with_pp = pp > 1 and (version is None or version >= PP_SINCE)
+    acts = [
+        Action(
+            "tensor_parallel_size",
+            "lower",
+            new_tp,
+            why,
+            "fewer GPUs per tensor-parallel group",
+            also=(("pipeline_parallel_size", pp),) if with_pp else (),
+            step=2,
+        )
+    ]
+    if with_pp:
+        acts.append(
+            Action(
+                "pipeline_parallel_size",
+                "raise",
+                pp,
+                f"the {tp} GPUs stay in use: TP {new_tp} x PP {pp} holds what TP {tp} held",
+                "pipeline bubbles at low concurrency; the model must support PP",
+                also=(("tensor_parallel_size", new_tp),),
+            )
+        )
+    return acts

@@ -20,13 +20,13 @@ more size TP must divide.
 
 from __future__ import annotations
 
+from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import heads_valid
-from headroom.doctor.versions import format_version, parse_version
+from headroom.doctor.versions import format_version
 from headroom.doctor.vision_towers import TOWERS, VisionTower, data_mode_available, tower_for
 
-_PP_SINCE = (0, 5, 1)  # 0.2-0.5.0: "Pipeline parallelism is not supported yet" (config.py)
 _ALLOW = frozenset(
     {"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len"}
 )
@@ -155,32 +155,7 @@ def _unsized(ctx, count: int, tp: int, replication: bool, why: str) -> list[Acti
     fits = safe_tps(count, tp, replication)
     if not fits:
         return []
-    new_tp = max(fits)
-    pp = tp * max(ctx.knobs.pp, 1) // new_tp
-    version = parse_version(ctx.version)
-    with_pp = version is None or version >= _PP_SINCE
-    lower = Action(
-        "tensor_parallel_size",
-        "lower",
-        new_tp,
-        why,
-        "fewer GPUs per tensor-parallel group",
-        also=(("pipeline_parallel_size", pp),) if with_pp and pp > 1 else (),
-        step=2,
-    )
-    acts = [lower]
-    if with_pp and pp > 1:
-        acts.append(
-            Action(
-                "pipeline_parallel_size",
-                "raise",
-                pp,
-                f"the {tp} GPUs stay in use: TP {new_tp} x PP {pp} holds what TP {tp} held",
-                "pipeline bubbles at low concurrency; the model must support PP",
-                also=(("tensor_parallel_size", new_tp),),
-            )
-        )
-    return acts
+    return A.lower_tp_keeping_gpus(ctx, tp, max(fits), why)
 
 
 def _data_mode(tower: VisionTower, tp: int) -> Action:

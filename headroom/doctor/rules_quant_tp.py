@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import re
 
+from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.memory_model import heads_valid
 from headroom.doctor.versions import parse_version
 
 _EP_SINCE = (0, 8, 0)
-_PP_SINCE = (0, 5, 1)
 _MOE_TEXT = re.compile(r"gate's and up's weight|down's weight|MoE intermediate size|MXFP8 MoE")
 _ALLOW = frozenset(
     {"tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len"}
@@ -170,33 +170,7 @@ def lower_tp(ctx, tp: int, groups: tuple[int, ...], evidence: list[str]) -> list
         fits = [t for t in fits if heads_valid(ctx.model, t)]
     if not fits:
         return []
-    new_tp = max(fits)
-    pp = tp * max(ctx.knobs.pp, 1) // new_tp
-    version = parse_version(ctx.version)
-    with_pp = pp > 1 and (version is None or version >= _PP_SINCE)
-    acts = [
-        Action(
-            "tensor_parallel_size",
-            "lower",
-            new_tp,
-            _WHY,
-            "fewer GPUs per tensor-parallel group",
-            also=(("pipeline_parallel_size", pp),) if with_pp else (),
-            step=2,
-        )
-    ]
-    if with_pp:
-        acts.append(
-            Action(
-                "pipeline_parallel_size",
-                "raise",
-                pp,
-                f"the {tp} GPUs stay in use: TP {new_tp} x PP {pp} holds what TP {tp} held",
-                "pipeline bubbles at low concurrency; the model must support PP",
-                also=(("tensor_parallel_size", new_tp),),
-            )
-        )
-    return acts
+    return A.lower_tp_keeping_gpus(ctx, tp, max(fits), _WHY)
 
 
 def _has_ep(version: str | None) -> bool:
