@@ -34,6 +34,7 @@ from headroom.doctor import (
     rules_startup,
     rules_topology,
     rules_upgrade,
+    rules_weights_layout,
     rules_words,
     rules_words_fix,
     rules_words_output,
@@ -51,6 +52,7 @@ from headroom.doctor.findings import (
     plan_to_changes,
 )
 from headroom.doctor.gpu_spec import GpuSpec, GpuSpecError, parse_gpu_spec
+from headroom.doctor.known_knobs import unknown_note
 from headroom.doctor.steps import (
     dedupe_actions,
     drop_emptied,
@@ -107,6 +109,7 @@ def all_rules():
         + rules_multinode_log.RULES
         + rules_hang.RULES
         + rules_preflight.RULES
+        + rules_weights_layout.RULES
         + rules_long_context.RULES
         + rules_words.RULES
         + rules_words_fix.RULES
@@ -168,4 +171,7 @@ def _lacking(ctx: Context) -> list[str]:
         out.append("no GPU description (--gpus or NVML)")
     if i.command is None:
         out.append("no vLLM command line (after --)")
+        note = unknown_note(ctx)
+        if note:
+            out.append(note)
     return out

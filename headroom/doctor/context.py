@@ -9,6 +9,7 @@ from functools import cached_property
 
 from headroom.doctor.findings import DoctorInputs
 from headroom.doctor.gpu_spec import GpuSpec, spec_from_snapshot
+from headroom.doctor.known_knobs import knob_state, known
 from headroom.doctor.log_memory import gpu_total_from_log
 from headroom.doctor.memory_model import (
     Knobs,
@@ -72,10 +73,22 @@ class Context:
 
     @cached_property
     def knobs(self) -> Knobs:
+        """The knobs to size with. Without a command line a knob nothing gave holds its
+        placeholder (TP 1, the release's defaults): ask knob_state / known before drawing a
+        conclusion from its value (known_knobs)."""
         if self.inputs.command is not None:
             return knobs_from_command(self.inputs.command)
-        # No command line: the log's "non-default args" line says how vLLM was started, and
-        # /metrics' cache_config_info carries the KV budget knobs.
+        args = self.launched_args
+        return knobs_from_command(_ArgsView(args)) if args else Knobs()
+
+    @cached_property
+    def launched_args(self) -> dict:
+        """Without a command line, the engine args the log and the server say vLLM ran with
+        (empty with a command line: that one is the launch)."""
+        if self.inputs.command is not None:
+            return {}
+        # The log's "non-default args" line says how vLLM was started, and /metrics'
+        # cache_config_info carries the KV budget knobs.
         args = dict(getattr(self.facts, "non_default_args", None) or {})
         for snap in reversed(tuple(self.inputs.metrics_history)):
             total = getattr(snap, "total", None)
@@ -92,12 +105,21 @@ class Context:
         reported_len = getattr(self.inputs.extra.get("server_info"), "max_model_len", None)
         if reported_len:
             args.setdefault("max_model_len", reported_len)
-        # The engine's config line names the TP it ran with (V0 and V1 alike): without it a
-        # 70B at TP 4 would be sized as if its weights sat on one GPU.
-        logged_tp = getattr(self.facts, "tensor_parallel_size", None)
-        if isinstance(logged_tp, int) and logged_tp > 1:
-            args.setdefault("tensor_parallel_size", logged_tp)
-        return knobs_from_command(_ArgsView(args)) if args else Knobs()
+        # The engine's config line names the TP and PP it ran with (V0 and V1 alike): without
+        # it a 70B at TP 4 would be sized as if its weights sat on one GPU.
+        for name in ("tensor_parallel_size", "pipeline_parallel_size"):
+            logged = getattr(self.facts, name, None)
+            if isinstance(logged, int) and logged > 1:
+                args.setdefault(name, logged)
+        return args
+
+    def knob_state(self, arg: str) -> str:
+        """ "set", "default" or "unknown" for an engine arg (known_knobs.knob_state)."""
+        return knob_state(self, arg)
+
+    def known(self, arg: str) -> bool:
+        """Whether the value in force of an engine arg is known (known_knobs.known)."""
+        return known(self, arg)
 
     @cached_property
     def raw_lines(self) -> list[str]:

@@ -130,10 +130,11 @@ def parse_oom(text: str) -> OomNumbers:
     )
 
 
-def own_memory(numbers: OomNumbers, utilization: float) -> list[str]:
+def own_memory(numbers: OomNumbers, utilization: float, known: bool = True) -> list[str]:
     """This process's memory against vLLM's budget (total x gpu_memory_utilization), in
     words: above the budget, what filled the GPU is what vLLM does not size from it (the
-    weights and the start-up profile before the KV cache exists, CUDA graphs outside it)."""
+    weights and the start-up profile before the KV cache exists, CUDA graphs outside it).
+    `known`: whether the utilization is the one in use or only the release's default."""
     held, who = numbers.this_process, "this process holds"
     if held is None:
         held, who = numbers.torch_reserved, "PyTorch in this process holds"
@@ -141,9 +142,10 @@ def own_memory(numbers: OomNumbers, utilization: float) -> list[str]:
         return []
     budget = numbers.total * utilization
     side = "above" if held > budget else "within"
+    said = "" if known else ", if gpu_memory_utilization was left at its default"
     return [
         f"{who} {held:.2f} GiB, {side} vLLM's budget of {budget:.2f} GiB "
-        f"({utilization:g} x {numbers.total:.2f} GiB)"
+        f"({utilization:g} x {numbers.total:.2f} GiB{said})"
     ]
 
 

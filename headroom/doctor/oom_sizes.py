@@ -117,15 +117,22 @@ def idle_gpus(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
     tp = lowest_holding_tp(ctx, sized) if sized is not None and ctx.gpu is not None else None
     if sized is not None and ctx.gpu is not None and tp is None:
         return None  # no TP on these GPUs holds the weights: the weights finding's case
+    layout = ctx.known("tensor_parallel_size")
     why = (
-        f"{at_hand[1]} and TP {knobs.tp} x PP {knobs.pp} ({world[1]}) uses {world[0]}: "
-        "the weights and the start-up profile split over TP"
-    )
+        f"{at_hand[1]} and TP {knobs.tp} x PP {knobs.pp} ({world[1]}) uses {world[0]}"
+        if layout
+        else f"{at_hand[1]}, and if TP x PP was left at vLLM's default (1 x 1) one is in use"
+    ) + ": the weights and the start-up profile split over TP"
+    said = "" if ctx.known("gpu_memory_utilization") else ", if left at its default"
     found = [
         *evidence,
         f"this process holds {held:.2f} GiB of {total:.2f} GiB, past vLLM's budget of "
-        f"{budget:.2f} GiB ({ctx.utilization:g} x total) with no sign in the log that the engine had started",
-        f"{at_hand[1]}; TP x PP x DP in force is {world[0]} ({world[1]})",
+        f"{budget:.2f} GiB ({ctx.utilization:g} x total{said}) with no sign in the log that "
+        "the engine had started",
+        f"{at_hand[1]}; TP x PP x DP in force is {world[0]} ({world[1]})"
+        if layout
+        else f"{at_hand[1]}; the TP x PP x DP in force is not known (no command line): "
+        "vLLM's default is 1 x 1 x 1, and the command line (after --) would say",
     ]
     if weights is None:
         found.append(
@@ -137,4 +144,9 @@ def idle_gpus(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
         A.lower_kv_memory(ctx, None, "more room outside vLLM's budget for what ran out"),
     ]
     title = f"Out of GPU memory on one GPU of {at_hand[0]}: TP {knobs.tp} leaves the rest idle"
+    if not layout:
+        title = (
+            f"Out of GPU memory on one GPU of {at_hand[0]}: if TP was left at its default 1, "
+            "the rest sit idle"
+        )
     return Finding("cuda-oom-idle-gpus", 1, "error", title, tuple(found), compact_actions(acts))

@@ -24,8 +24,9 @@ from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
+from headroom.doctor.known_knobs import gpus_in_all
 from headroom.doctor.oom_sizes import gpus_at_hand
-from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing
+from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing, tp_allowed
 
 WHY = "the weights alone do not fit this many GPUs"
 TP_COST = "more GPUs, and an all-reduce on every layer"
@@ -39,11 +40,57 @@ def _oom_total(ctx) -> float | None:
 
 def weights_do_not_fit(ctx) -> str | None:
     """Why the weights alone do not fit these GPUs at this TP x PP, or None (see the module
-    docstring for when they do not)."""
+    docstring for when they do not). Without a command line the TP x PP in use is not known
+    (known_knobs): the weights are a cause only when no layout the GPUs at hand allow holds
+    them; when one does, the conditional is rules_preflight's (weights_fit_from)."""
+    if ctx.known("tensor_parallel_size"):
+        return _weights_at_knobs(ctx)
+    gpus = gpus_in_all(ctx)
+    if gpus is None or weights_fit_from(ctx) is not None or _weights_at_knobs(ctx) is None:
+        return None  # some layout holds them, or nothing says how many GPUs there are
+    why = _weights_at_knobs(ctx, "on one GPU")
+    return f"{why}; no TP x PP the {gpus} GPUs at hand allow holds them"
+
+
+def weights_fit_from(ctx, hold: float = 1.0) -> tuple[int, int] | None:
+    """With the TP x PP in use unknown: the smallest layout (TP, PP), within the GPUs at hand
+    (up to SEARCH_GPUS when their count is not known), whose share of the weights fits the
+    budget by the same test as weights_do_not_fit (`hold`: within that share of it, room
+    left for the activations and a KV cache); None when none does, or when TP 1 fits."""
+    sized = sizing(ctx)
+    if sized is None or _weights_at_knobs(ctx) is None:
+        return None
+    limit = gpus_in_all(ctx) or SEARCH_GPUS
+    knobs = ctx.knobs
+    for world in range(2, limit + 1):
+        for tp in sorted((t for t in range(1, world + 1) if world % t == 0), reverse=True):
+            pp = world // tp
+            share = sized.per_gpu(tp, pp, knobs.quantization)
+            if tp_allowed(ctx, tp) and not too_big(ctx, share, hold):
+                return tp, pp
+    return None
+
+
+# Searched when the GPUs at hand are not known: eight nodes of eight GPUs.
+SEARCH_GPUS = 64
+
+
+def too_big(ctx, share: float, hold: float = 1.0) -> bool:
+    """The test weights_do_not_fit applies to a share of the weights per GPU."""
+    acc = ctx.account
+    if acc is not None:
+        if share >= acc.gpu_usable_gib * A.MAX_UTILIZATION * hold:
+            return True
+        return acc.kv_budget_knob == "gpu_memory_utilization" and share >= acc.budget_gib * hold
+    total = _oom_total(ctx) or (ctx.gpu.min_usable_gib if ctx.gpu is not None else None)
+    return total is not None and share >= total * hold
+
+
+def _weights_at_knobs(ctx, where: str | None = None) -> str | None:
     acc = ctx.account
     if acc is None:
-        return _weights_too_big_by_name(ctx)
-    where = f"per GPU at TP {acc.tp} x PP {acc.pp}"
+        return _weights_too_big_by_name(ctx, where)
+    where = where or f"per GPU at TP {acc.tp} x PP {acc.pp}"
     if acc.weights_gib >= acc.gpu_usable_gib * A.MAX_UTILIZATION:
         return (
             f"the weights alone are {acc.weights_gib:.2f} GiB {where}, more than "
@@ -58,7 +105,7 @@ def weights_do_not_fit(ctx) -> str | None:
     return None
 
 
-def _weights_too_big_by_name(ctx) -> str | None:
+def _weights_too_big_by_name(ctx, where_tp: str | None = None) -> str | None:
     """Without the memory model's account: the weights (the parameter count in the model's
     name, in the bytes --quantization or --dtype say; rules_preflight.sizing) against the GPU
     size the OOM message names, else the described GPU (vLLM splits the weights over TP x
@@ -72,10 +119,8 @@ def _weights_too_big_by_name(ctx) -> str | None:
     share = sized.per_gpu(ctx.knobs.tp, ctx.knobs.pp, ctx.knobs.quantization)
     if share < total:
         return None
-    return (
-        f"{sized.source}: {share:.1f} GiB per GPU at TP {ctx.knobs.tp} x PP {ctx.knobs.pp}, "
-        f"more than the {total:.2f} GiB GPU {where}"
-    )
+    where_tp = where_tp or f"per GPU at TP {ctx.knobs.tp} x PP {ctx.knobs.pp}"
+    return f"{sized.source}: {share:.1f} GiB {where_tp}, more than the {total:.2f} GiB GPU {where}"
 
 
 def _oom_gpu(ctx):
@@ -100,6 +145,13 @@ def weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Find
     acc = ctx.account
     if weights_alone:
         evidence.append(weights_alone)
+    elif not ctx.known("tensor_parallel_size"):
+        # The log places the OOM in the weight loading; the layout it ran at is not given.
+        layout = weights_fit_from(ctx)
+        held = (
+            f": TP {layout[0]} x PP {layout[1]} is the smallest that holds them" if layout else ""
+        )
+        evidence.append(f"the TP x PP in use is not known (no command line){held}")
     elif acc is not None:
         evidence.append(
             f"estimate: {acc.weights_gib:.2f} GiB of weights per GPU at TP {acc.tp} "

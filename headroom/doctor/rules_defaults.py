@@ -218,18 +218,23 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
         target = max(blocks, 1)  # every running sequence holds at least one KV block
     ver_text = format_version(version)
     applies = f"applies {seqs_text(now)} (versions.RELEASE_TABLE, from its arg_utils.py)"
+    # Without a command line nothing says max_num_seqs was left unset (known_knobs): the
+    # finding is a condition on it, and an upgrade said to have broken it is what decides.
+    unset = ("max_num_seqs was not set" if ctx.known("max_num_seqs") else
+             "max_num_seqs in force is not known (no command line); if it was left unset")  # fmt: skip
     if enc_dec and now[0].engine == "V0" and version >= (0, 8, 0):
         where = f"vLLM {ver_text}" if stated else "a release that is not known"
-        said = (
-            f"max_num_seqs was not set: {where} runs encoder-decoder models on V0, which {applies}"
-        )
+        said = f"{unset}: {where} runs encoder-decoder models on V0, which {applies}"
     elif stated:
-        said = f"max_num_seqs was not set: vLLM {ver_text} {applies}"
+        said = f"{unset}: vLLM {ver_text} {applies}"
     else:
-        said = (
-            f"max_num_seqs was not set; the release is not known: the newest, {ver_text}, {applies}"
-        )
+        said = f"{unset}: the release is not known; the newest, {ver_text}, {applies}"
     evidence = [event.line.strip()[:300], said]
+    if raised and not ctx.known("max_num_seqs"):
+        evidence.append(
+            "an upgrade alone changes only what the release chooses: a max_num_seqs the "
+            "command line set would be the same on both releases"
+        )
     if blocks is not None and blocks <= target:
         evidence.append(f"the KV cache holds about {blocks:,} blocks: no more sequences can run")
     if family is not None:
@@ -265,6 +270,10 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
             acts.append(encoder[0])
         acts.append(A.lower_utilization(ctx, None, "more room outside vLLM's budget"))
         title = f"Out of GPU memory with the release's default max_num_seqs ({current})"
+        if not ctx.known("max_num_seqs"):
+            title = (
+                f"Out of GPU memory, if max_num_seqs was left at the release's default ({current})"
+            )
     else:
         if enc_dec and graphs:
             acts.append(A.enforce_eager("CUDA graphs do not suit the cross-attention layers"))
@@ -272,6 +281,11 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
         title = (
             f"No memory left for the KV cache with the release's default max_num_seqs ({current})"
         )
+        if not ctx.known("max_num_seqs"):
+            title = (
+                "No memory left for the KV cache, if max_num_seqs was left at the release's "
+                f"default ({current})"
+            )
     return [Finding(FINDING_ID, 4, "error", title, tuple(evidence), compact_actions(acts))]
 
 
@@ -303,7 +317,7 @@ def encoder_frame_without_error(ctx) -> list[Finding]:
         f"the log ends inside vllm/model_executor/models/{module}.py's forward with no error "
         "line: the exception itself is missing",
         f"{module} is an encoder-decoder model: V0's start-up profile gives each of max_num_seqs "
-        f"dummy sequences a whole encoder input ({seqs} by default, max_num_seqs not set)",
+        f"dummy sequences a whole encoder input ({seqs} by default, when max_num_seqs is not set)",
         "vLLM's vision example runs mllama with max_num_seqs=16 and enforce_eager=True",
     )
     return [

@@ -54,10 +54,11 @@ def _long_need(ctx, shape, length: Length, whole: bool | None) -> tuple[float, s
         act = activation_gib(shape, tp, length.tokens, 1, False) if whole else 0.0
     except (ArithmeticError, AttributeError, TypeError, ValueError):
         return None
+    one_gpu = "" if ctx.known("tensor_parallel_size") else " at TP 1 (the TP in use is not given)"
     if whole and act >= kv:
         return weights + act, (
             f"{weights:.2f} GiB of weights + {act:.2f} GiB of activations for one "
-            f"{length.tokens:,}-token prefill"
+            f"{length.tokens:,}-token prefill{one_gpu}"
         )
     if ctx.inputs.command is None and weights > largest_known_gpu_gib():
         # No command line: weights that fit no GPU at TP 1 ran at some TP the input does not
@@ -68,7 +69,7 @@ def _long_need(ctx, shape, length: Length, whole: bool | None) -> tuple[float, s
         )
     return weights + kv, (
         f"{weights:.2f} GiB of weights + {kv:.2f} GiB of KV cache for one request of "
-        f"{length.tokens:,} tokens"
+        f"{length.tokens:,} tokens{one_gpu}"
     )
 
 
@@ -113,7 +114,8 @@ def long_context(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
     named = model_in_words(event.line) if (words or not numbered) else None
     words = words or named is not None
     name = given or named or ""
-    length = length_in_force(ctx, None if given else name or None)
+    # a model given (--model-config) is the one that ran, whatever else the words name
+    length = length_in_force(ctx, None if given or ctx.inputs.model is not None else name or None)
     if length is None or length.tokens <= LONG_CONTEXT:
         return None
     whole, why_whole = whole_prompt_profile(ctx, length.tokens)
@@ -125,13 +127,37 @@ def long_context(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
     weighed = _weighed(ctx, name, length, whole, total)
     if weighed is None:
         return None
-    found = [*evidence, f"max_model_len {length.tokens:,}: {length.source}",
-             _release_line(whole, why_whole), *weighed]  # fmt: skip
+    found = [*evidence, length_line(ctx, length), _release_line(whole, why_whole), *weighed]
     acts = [A.lower_max_model_len(LONG_CONTEXT, _WHY)]
     if not words and (less := A.lower_kv_memory(ctx, None, "leaves room above the profile")):
         acts.append(less)
-    title = f"Out of GPU memory with a {length.tokens:,}-token max_model_len"
-    return Finding("cuda-oom-long-context", 4, "error", title, tuple(found), compact_actions(acts))
+    if assumed(ctx, length):
+        # the length is vLLM's default for the model, not one the input says ran: a
+        # condition, ranked after the causes the input does say (steps._ID_ORDER)
+        title = f"Out of GPU memory, if max_model_len was left at the model's {length.tokens:,}"
+        fid = ASSUMED_ID
+    else:
+        title = f"Out of GPU memory with a {length.tokens:,}-token max_model_len"
+        fid = "cuda-oom-long-context"
+    return Finding(fid, 4, "error", title, tuple(found), compact_actions(acts))
+
+
+ASSUMED_ID = "cuda-oom-if-long-context"
+
+
+def assumed(ctx, length: Length) -> bool:
+    """Whether `length` is only vLLM's default for the model: no input says what ran."""
+    return not length.chosen and not ctx.known("max_model_len")
+
+
+def length_line(ctx, length: Length) -> str:
+    """The evidence line for the max_model_len weighed: in force, or only the default."""
+    if assumed(ctx, length):
+        return (
+            f"the max_model_len in force is not known (no command line): vLLM's default for "
+            f"this model is {length.tokens:,} ({length.source})"
+        )
+    return f"max_model_len {length.tokens:,}: {length.source}"
 
 
 def long_context_profile(ctx) -> list[Finding]:
@@ -149,10 +175,12 @@ def long_context_profile(ctx) -> list[Finding]:
     weighed = _weighed(ctx, model_name(ctx), length, whole, total)
     if weighed is None:
         return []
-    evidence = (f"max_model_len {length.tokens:,}: {length.source}", why_whole, *weighed,
+    evidence = (length_line(ctx, length), why_whole, *weighed,
                 "vLLM's own advice for this case: 'Consider setting --max-model-len to a "
                 "smaller value'")  # fmt: skip
     title = f"The start-up profile will run one {length.tokens:,}-token prefill"
+    if assumed(ctx, length):
+        title = f"If max_model_len was left at the model's {length.tokens:,}, {title[4:]}"
     act = A.lower_max_model_len(LONG_CONTEXT, _WHY)
     return [Finding("preflight-long-context-profile", 4, "warning", title, evidence, (act,))]
 

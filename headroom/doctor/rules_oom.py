@@ -121,7 +121,8 @@ def cuda_oom(ctx) -> list[Finding]:
             f"{nums.get('free_gib', 0):.2f} GiB free of {nums['total_gib']:.2f} GiB when "
             f"{nums.get('tried_gib', 0):.2f} GiB more was asked for"
         )
-    evidence += own_memory(parse_oom(event.line), ctx.utilization)
+    known = ctx.known("gpu_memory_utilization")
+    evidence += own_memory(parse_oom(event.line), ctx.utilization, known)
     foreign = foreign_gib(event.line)
     if foreign is not None and foreign > 0:
         evidence.append(f"other processes hold {foreign:.2f} GiB on this GPU")
@@ -183,8 +184,11 @@ def cuda_oom(ctx) -> list[Finding]:
         warmed = nums.get("num_reqs")
         seqs = warmed if isinstance(warmed, int) and warmed > 0 else seqs
         back = ctx.knobs.max_num_seqs is None and seqs > V0_MAX_NUM_SEQS
-        if back:
+        if back and ctx.known("max_num_seqs"):
             evidence.append(f"max_num_seqs was not set: the release's default {seqs} applied")
+        elif back:
+            evidence.append(f"the sampler warmed {seqs} dummy requests: the max_num_seqs in force, "
+                            "the release's default when it is not set")  # fmt: skip
         acts = [
             A.lower_max_num_seqs(
                 seqs,

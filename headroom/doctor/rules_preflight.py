@@ -93,7 +93,7 @@ def budget_gib(ctx) -> float | None:
     return gpu.min_usable_gib * ctx.utilization
 
 
-def _tp_allowed(ctx, tp: int) -> bool:
+def tp_allowed(ctx, tp: int) -> bool:
     """TP divides the heads when they are known (even from a config too partial to size);
     else a power of two, which divides the heads of nearly every model."""
     shape = ctx.model_read
@@ -114,7 +114,7 @@ def lowest_holding_tp(ctx, sized: WeightsSizing) -> int | None:
     knobs = ctx.knobs
     total_gpus = gpu.count * max(ctx.nodes, 1)
     for tp in range(knobs.tp + 1, gpu.count + 1):
-        if tp * knobs.pp > total_gpus or not _tp_allowed(ctx, tp):
+        if tp * knobs.pp > total_gpus or not tp_allowed(ctx, tp):
             continue
         if sized.per_gpu(tp, knobs.pp, knobs.quantization) <= HOLD * budget:
             return tp
@@ -142,6 +142,8 @@ def weights_exceed_gpus(ctx) -> list[Finding]:
         return []  # rules_startup.predicted_misfit sizes it all before launch
     if ctx.of("heads_not_divisible", "kv_heads_not_divisible"):
         return []  # the head rule searches a TP that divides the heads and holds the weights
+    if not ctx.known("tensor_parallel_size"):
+        return []  # the TP x PP in use is not known: rules_weights_layout reasons over its range
     sized, budget = sizing(ctx), budget_gib(ctx)
     if sized is None or budget is None or log_shows_weights_fit(ctx):
         return []

@@ -238,7 +238,15 @@ def predicted_misfit(ctx) -> list[Finding]:
                 compact_actions(acts),
             )
         ]
+    if not ctx.known("tensor_parallel_size"):
+        evidence.insert(0, "the TP x PP in use is not known (no command line): the "
+                        f"estimate is for TP {acc.tp} x PP {acc.pp}")  # fmt: skip
     if not acc.fits:
+        if not ctx.known("max_model_len"):
+            evidence.insert(0, (
+                "the max_model_len in force is not known (no command line): "
+                f"{acc.max_model_len:,} is vLLM's default for this model (derived from its "
+                "config); the estimate is for that"))  # fmt: skip
         evidence.append(_fit_range_line(ctx, acc))
         extra = (acc.max_model_len - acc.usable_tokens) * per / GIB
         # Searched: the free knob (utilization) with the longest context that then fits,

@@ -82,7 +82,7 @@ def one_gpu_of_several(ctx) -> list[Finding]:
     evidence = (
         said[0].line.strip()[:400],
         f"the words say the model runs on one GPU while the machine has {have}",
-        f"TP {ctx.knobs.tp} x PP {ctx.knobs.pp} on the command line",
+        _layout_line(ctx),
     )
     return [
         Finding(
@@ -94,6 +94,13 @@ def one_gpu_of_several(ctx) -> list[Finding]:
             (action,),
         )
     ]
+
+
+def _layout_line(ctx) -> str:
+    """The TP x PP in use as the input says it (the words' one GPU when nothing else does)."""
+    if ctx.known("tensor_parallel_size"):
+        return f"TP {ctx.knobs.tp} x PP {ctx.knobs.pp} on the command line"
+    return "no command line gives the TP x PP: the words' one GPU in use is TP x PP 1"
 
 
 def _idle_gpus(ctx, words: WordFacts, at_hand: int | None) -> list[Finding]:
@@ -113,7 +120,7 @@ def _idle_gpus(ctx, words: WordFacts, at_hand: int | None) -> list[Finding]:
     evidence = (
         words.text[:400],
         f"the words say one GPU does the work while the machine has {at_hand}",
-        f"TP {ctx.knobs.tp} x PP {ctx.knobs.pp} on the command line: vLLM uses that many GPUs",
+        _layout_line(ctx) + ": vLLM uses TP x PP GPUs",
     )
     return [Finding("words-one-gpu-used", 1, "warning",
                     f"One GPU of {at_hand} at work: tensor parallelism uses the others",

@@ -145,16 +145,21 @@ def length_blamed(ctx) -> list[Finding]:
         return []
     current = _current(ctx, "max_model_len")
     why = "the words name the context length as the cause of the out-of-memory"
-    if current:
+    if current and ctx.known("max_model_len"):
         action = A.lower_max_model_len(int(current) // 2, f"{why}; half of {int(current):,}")
     else:
         action = Action("max_model_len", "lower", None, why, _COSTS["max_model_len"])
     evidence = [said[0].line.strip()[:400]]
     if words.text and words.text != evidence[0]:
         evidence.append(words.text[:400])
-    if current:
+    if current and ctx.known("max_model_len"):
         evidence.append(
             f"max_model_len {int(current):,} ran (the command line, else the model's own)"
+        )
+    elif current:
+        evidence.append(
+            "the max_model_len in force is not known (no command line): vLLM's default for "
+            f"this model is its own {int(current):,}"
         )
     return [
         Finding(

@@ -64,6 +64,9 @@ _ID_ORDER = (
     "words-length-blamed",
     "release-default-max-num-seqs",
     "release-default-changed",
+    # the same OOM when only vLLM's default says the length (no command line): a condition,
+    # after the causes the input does say (a release default that changed, stated)
+    "cuda-oom-if-long-context",
     "no-cache-memory",
     # the person's own words name the cause (rules_words): before the generic answers to a
     # symptom said in words, which do not know what the rest of the sentence says
@@ -216,8 +219,12 @@ def step_by_top_action(findings: list[Finding]) -> list[Finding]:
 def drop_infeasible(finding: Finding, ctx) -> Finding:
     """Remove every action the memory model says breaks a step (a TP whose weights do not
     fit, a utilization that leaves no KV cache, a TP beyond the node), and say why in the
-    evidence. Without the model and the GPUs nothing can be checked, so nothing is removed."""
+    evidence. Without the model and the GPUs nothing can be checked, so nothing is removed;
+    nor without the TP x PP in use (no command line, known_knobs): the check would hold the
+    change against a layout nothing says ran."""
     if ctx.model is None or ctx.gpu is None or not finding.actions:
+        return finding
+    if not ctx.known("tensor_parallel_size"):
         return finding
     kept, notes = [], []
     for a in finding.actions:
@@ -291,7 +298,13 @@ def step_statuses(findings: list[Finding], ctx) -> tuple[StepStatus, ...]:
 def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
     acc = ctx.account
     model, knobs = ctx.model, ctx.knobs
+    layout = ctx.known("tensor_parallel_size")
     if step == 1:
+        if acc is not None and not layout:
+            return "unknown", (
+                f"the TP x PP in use is not known (no command line): the weights are "
+                f"{acc.weights_gib:.2f} GiB on one GPU, split over TP x PP"
+            )
         if acc is not None:
             return "ok", (
                 f"weights {acc.weights_gib:.2f} GiB per GPU leave {acc.kv_cache_gib:.2f} GiB "
@@ -306,6 +319,13 @@ def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
             model = partial if partial.num_kv_heads else None
         if model is None:
             return "unknown", "needs the model's head counts"
+        if not layout:
+            limit = ctx.gpu_count or 8
+            tps = ", ".join(str(t) for t in range(1, limit + 1) if heads_valid(model, t))
+            return "unknown", (
+                f"the TP in use is not known (no command line); TPs up to {limit} that divide "
+                f"{model.num_attention_heads} heads and {model.num_kv_heads} KV heads: {tps}"
+            )
         if not heads_valid(model, knobs.tp):  # no finding says so, but the line would not start
             return "fail", (
                 f"TP {knobs.tp} does not divide {model.num_attention_heads} heads and "
@@ -323,8 +343,16 @@ def _ok_or_unknown(step: int, ctx, infos: list[Finding]) -> tuple[str, str]:
         where = f"{per_node} GPU(s) per node"
         if nodes > 1:
             where += f" x {nodes} nodes" + ("" if ctx.gpu_count else f" ({source})")
+        if not layout:
+            return "unknown", f"the TP x PP in use is not known (no command line); {where}"
         return "ok", f"TP {knobs.tp} x PP {knobs.pp} on {where}"
     if step == 4:
+        missing = [name for name, said in (("TP x PP", layout),
+                   ("max_model_len", ctx.known("max_model_len"))) if not said]  # fmt: skip
+        if acc is not None and missing:
+            return "unknown", (
+                f"needs the {' and '.join(missing)} in use to size the KV cache (no command line)"
+            )
         if acc is not None:
             return "ok", (
                 f"KV cache {acc.kv_capacity_tokens:,} tokens = {acc.max_concurrency:.2f} requests "

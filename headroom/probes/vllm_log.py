@@ -80,6 +80,7 @@ class StartupFacts:
     device: str | None = None  # "GPU", "CPU", ... from the KV cache size line
     server_url: str | None = None  # from "Starting vLLM server on ..."
     tensor_parallel_size: int | None = None  # from the engine config line
+    pipeline_parallel_size: int | None = None  # from the engine config line (0.5+)
     last_stats: Mapping[str, object] | None = None  # fields of the latest periodic stats line
     warnings: tuple[LogEvent, ...] = ()  # warning events, deduplicated, in order
     shut_down: bool = False  # the server logged a (graceful) shutdown
@@ -194,6 +195,7 @@ class LogDigest:
             _set(facts, "vllm_version", f.get("version"))
             _set(facts, "model", f.get("model"), keep=True)
             _set(facts, "tensor_parallel_size", f.get("tensor_parallel_size"))
+            _set(facts, "pipeline_parallel_size", f.get("pipeline_parallel_size"))
             _set(facts, "max_model_len", f.get("max_seq_len"), keep=True)
         elif kind == "model":
             _set(facts, "model", f.get("model"))
