@@ -281,6 +281,15 @@ class Context:
         return default_utilization(effective_version(self.version))
 
     @property
+    def utilization_said(self) -> str:
+        """The utilization in force for an evidence line: its value, and when no input gives
+        it, that it is only the release's default (known_knobs)."""
+        value = f"{self.utilization:.2f}"
+        if self.known("gpu_memory_utilization"):
+            return value
+        return f"{value} (the default; the one in use is not given)"
+
+    @property
     def gpu_count(self) -> int | None:
         if self.gpu is not None:
             return self.gpu.count

@@ -78,14 +78,14 @@ def _raise_for_deficit(ctx, deficit, why, evidence) -> tuple[Action | None, floa
     about = "" if exact else "at least "
     if A.budget_raise_verdict(ctx, deficit) != "closes":
         evidence.append(
-            f"GPU total {about}{gib:.2f} GiB: gpu_memory_utilization {util:.2f} -> "
+            f"GPU total {about}{gib:.2f} GiB: gpu_memory_utilization {ctx.utilization_said} -> "
             f"{A.MAX_UTILIZATION} adds {room:.2f} GiB, not the {deficit:.2f} GiB (plus a margin) "
             "the budget is short: the next knob leads"
         )
         return None, None
     left = room - deficit
     evidence.append(
-        f"GPU total {about}{gib:.2f} GiB: gpu_memory_utilization {util:.2f} -> "
+        f"GPU total {about}{gib:.2f} GiB: gpu_memory_utilization {ctx.utilization_said} -> "
         f"{A.MAX_UTILIZATION} adds {room:.2f} GiB, {deficit:.2f} GiB of it to reach zero: about "
         f"{left:.2f} GiB of KV cache per GPU is left"
     )

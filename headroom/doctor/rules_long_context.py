@@ -86,7 +86,7 @@ def _weighed(ctx, name: str, length: Length, whole: bool | None, total: float | 
     if need is not None:
         return [
             f"{need[1]} = {need[0]:.2f} GiB per GPU: more than any GPU of under "
-            f"{need[0] / ctx.utilization:.0f} GiB holds at utilization {ctx.utilization:g}"
+            f"{need[0] / ctx.utilization:.0f} GiB holds at utilization {ctx.utilization_said}"
         ]
     return ["the model's shape or the GPU is not known: the arithmetic would say how long a "
             "max_model_len fits (--model-config, --gpus)"]  # fmt: skip

@@ -154,7 +154,7 @@ def weights_exceed_gpus(ctx) -> list[Finding]:
     evidence = [
         f"weights {share:.2f} GiB per GPU at TP {knobs.tp} x PP {knobs.pp} ({sized.source}) "
         f">= {budget:.2f} GiB = {ctx.gpu.min_usable_gib:.2f} GiB x gpu_memory_utilization "
-        f"{ctx.utilization:g}: nothing is left for activations and the KV cache"
+        f"{ctx.utilization_said}: nothing is left for activations and the KV cache"
     ]
     why = "the lowest TP whose share of the weights fits one GPU"
     acts: list[Action] = []

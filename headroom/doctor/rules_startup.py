@@ -136,7 +136,7 @@ def max_seq_len_exceeds_kv(ctx) -> list[Finding]:
                 room = max(A.MAX_UTILIZATION - ctx.utilization, 0.0)
                 evidence.append(
                     f"GPU total {'' if total[1] else 'at least '}{total[0]:.2f} GiB: "
-                    f"gpu_memory_utilization {ctx.utilization:.2f} -> {A.MAX_UTILIZATION} adds "
+                    f"gpu_memory_utilization {ctx.utilization_said} -> {A.MAX_UTILIZATION} adds "
                     f"{'' if total[1] else 'about '}{room * total[0]:.2f} GiB, "
                     f"not the {gap:.2f} GiB needed"
                 )

@@ -55,8 +55,7 @@ def weights_if_layout_small(ctx) -> list[Finding]:
     first = (
         f"the TP x PP in use is not known (no command line): the weights are {one:.2f} GiB on "
         f"one GPU ({sized.source}), at least the {budget:.2f} GiB budget of a {gib:.2f} GiB GPU "
-        f"at gpu_memory_utilization {ctx.utilization:g}"
-        + ("" if ctx.known("gpu_memory_utilization") else " (its default)")
+        f"at gpu_memory_utilization {ctx.utilization_said}"
     )
     smallest = weights_fit_from(ctx)
     layout = _proposal(ctx, sized) if smallest is not None else None

@@ -98,6 +98,13 @@ def test_one_gpu_at_hand_is_tp_one_whatever_the_command_line_says():
     assert not _ctx(A6000_OOM, gpus="8xA6000").known("tensor_parallel_size")
 
 
+def test_the_utilization_in_evidence_says_when_it_is_only_the_default():
+    assert "the one in use is not given" in _ctx(A6000_OOM, gpus="8xA6000").utilization_said
+    assert _ctx(NON_DEFAULT_ARGS_LOG).utilization_said == "0.80"  # the line's 0.8
+    argv = ["vllm", "serve", "Qwen/Qwen3-8B"]  # a command line that leaves it: the default
+    assert _ctx(A6000_OOM, argv).utilization_said == f"{_ctx(A6000_OOM, argv).utilization:.2f}"
+
+
 # -- rules over an unknown knob ----------------------------------------------------------------
 
 
