@@ -257,6 +257,8 @@ def release_default_max_num_seqs(ctx) -> list[Finding]:
         f"the release's default max_num_seqs ({current}) sizes the start-up profile's dummy "
         f"batch; {target} is what the table justifies"
     )
+    if not ctx.known("max_num_seqs"):
+        why = f"if left unset, {why}"
     acts = [A.lower_max_num_seqs(current, target, why)]
     encoder = _encoder_items(ctx, now)
     if encoder is not None:

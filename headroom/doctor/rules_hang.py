@@ -237,7 +237,9 @@ def comms_hang(ctx) -> list[Finding]:
         acts = _across_nodes(ctx) + acts  # the network between the nodes before P2P inside one
     if not acts:
         return []
-    evidence = _evidence(stall, words, tp, links, gpu)
+    # without a command line TP 1 is only the placeholder: the words or ranks said several
+    said_tp = tp if tp > 1 or ctx.known("tensor_parallel_size") else None
+    evidence = _evidence(stall, words, said_tp, links, gpu)
     title = "A multi-GPU start said to hang: GPU-to-GPU communication is the usual cause"
     if stall is not None:
         title = (
@@ -248,7 +250,7 @@ def comms_hang(ctx) -> list[Finding]:
     return [Finding("comms-hang", None, "error", title, evidence, acts)]
 
 
-def _evidence(stall, words, tp: int, links: str, gpu: GpuModel | None) -> tuple[str, ...]:
+def _evidence(stall, words, tp: int | None, links: str, gpu: GpuModel | None) -> tuple[str, ...]:
     out: list[str] = []
     if stall is not None:
         out.extend(stall.lines[-3:])
@@ -272,7 +274,8 @@ def _evidence(stall, words, tp: int, links: str, gpu: GpuModel | None) -> tuple[
         "systems also need nvidia-fabricmanager running",
     }[links]
     name = f"{gpu.name}, " if gpu is not None else ""
-    out.append(f"{name}TP x PP {tp}: {where}")
+    layout = f"TP x PP {tp}" if tp else "TP x PP not given (no command line)"
+    out.append(f"{name}{layout}: {where}")
     out.append(
         "a hang has no single cause: these are the field's usual fixes in order, one at a time"
     )
