@@ -174,8 +174,8 @@ class Context:
         lines = list(getattr(self.digest, "lines", None) or ())
         first = max(getattr(self.digest, "line_count", len(lines)) - len(lines), 0) + 1
         words = text_symptoms(lines, found, first_lineno=first)
-        if not words:
-            return found
+        # In line order: the reader adds a wrapped message read whole after the pieces it read
+        # line by line (its line is the first piece's), and rules take a kind's first event.
         return sorted(found + words, key=lambda e: e.lineno or 0)
 
     @cached_property

@@ -15,12 +15,39 @@ def first_match(ctx, pattern: re.Pattern[str]) -> tuple[dict, str] | None:
         match = pattern.search(line)
         if match:
             return match_groups(match), line.strip()
-    # A message wrapped over lines by a terminal or a pasted block: read the lines joined.
-    joined = " ".join(line.strip() for line in ctx.raw_lines[-400:])
-    match = pattern.search(joined)
-    if match:
-        return match_groups(match), joined[max(match.start() - 40, 0) : match.end() + 40]
+    # A message wrapped over lines by a terminal or a pasted block: read the lines joined,
+    # at the words (an editor's wrap), then where a hard wrap cut inside a word.
+    tail = ctx.raw_lines[-400:]
+    for joined in (" ".join(line.strip() for line in tail), hard_wrap_joined(tail)):
+        match = pattern.search(joined)
+        if match:
+            return match_groups(match), joined[max(match.start() - 40, 0) : match.end() + 40]
     return None
+
+
+# A terminal (or `fold -w`) cuts a long line every W columns, inside a word as often as not:
+# every piece but the last is exactly W long. Widths below this are not a terminal's.
+_MIN_WRAP_WIDTH = 40
+
+
+def hard_wrap_joined(lines: list[str]) -> str:
+    """The lines joined where a fixed-width cut split them: a line as long as the longest
+    line (at least _MIN_WRAP_WIDTH) runs on into the next with nothing between, spaces at
+    the cut kept; other lines join with a space."""
+    width = max((len(line.rstrip("\r\n")) for line in lines), default=0)
+    if width < _MIN_WRAP_WIDTH:
+        return " ".join(line.strip() for line in lines)
+    parts: list[str] = []
+    cut_before = False
+    for k, line in enumerate(lines):
+        bare = line.rstrip("\r\n")
+        cut = len(bare) == width and k + 1 < len(lines)
+        piece = bare if cut_before else bare.lstrip()
+        if parts and not cut_before:
+            parts.append(" ")
+        parts.append(piece if cut else piece.rstrip())
+        cut_before = cut
+    return "".join(parts).strip()
 
 
 def match_groups(match: re.Match[str]) -> dict:

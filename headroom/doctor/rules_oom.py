@@ -49,6 +49,25 @@ _FORWARD_FRAMES = (
 )
 
 
+# vLLM's weight-loading progress bar (model_loader/weight_utils.py _BAR_FORMAT, the same in
+# 0.6.0 through 0.33.0: "{desc}: {percentage:3.0f}% Completed | {n}/{total} [...]", desc
+# "Loading safetensors checkpoint shards", "Loading pt checkpoint shards", ...). Its own words
+# say "load": a bar that finished says the weights were read, not that the OOM hit there.
+_SHARD_BAR = re.compile(
+    r"(?:multi-thread )?loading (?:safetensors|pt|np_cache) checkpoint shards:\s*"
+    r"\d+% completed \| (\d+)/(\d+)[^\]]*\]?",
+    re.IGNORECASE,
+)
+
+
+def _without_finished_bars(around: str) -> str:
+    """The text before an OOM with the shard bars taken out when the last one finished."""
+    bars = list(_SHARD_BAR.finditer(around))
+    if bars and bars[-1].group(1) == bars[-1].group(2):
+        return _SHARD_BAR.sub(" ", around)
+    return around
+
+
 def oom_phase(ctx, event: LogEvent) -> str:
     """Where the OOM happened, from the lines around it: weights, sampler, graphs, runtime."""
     index = ctx.events.index(event)
@@ -98,7 +117,8 @@ def oom_phase(ctx, event: LogEvent) -> str:
             and ctx.knobs.gpu_memory_utilization < 0.8
         ):
             return "weights"  # the process filled the GPU before any KV cache existed
-        if "load" in around or "weight" in around:
+        words = _without_finished_bars(around)
+        if "load" in words or "weight" in words:
             return "weights"
         if not before:
             # A bare OOM line: nothing says where. The table's order for a CUDA OOM applies

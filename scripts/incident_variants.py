@@ -1,0 +1,326 @@
+"""The variants scripts/incident_ablation.py runs each right training answer through: how
+else a new thread plausibly shows the same failure (see that script's docstring).
+
+Each variant takes an incident dict and returns a changed copy, or None where it does not
+apply. The prefixes, INFO lines and progress bars are real vLLM output from the fixtures
+named beside them; nothing here reads an incident file.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import re
+import shlex
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location(
+        "doctor_accuracy", ROOT / "benchmarks" / "doctor_accuracy.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("doctor_accuracy", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+# Real prefixes, each from a fixture: (VllmWorkerProcess pid=3230) gpu-startup-logs
+# rtx3090-llama3.1-8b-maxlen20000-v0.6.log; ERROR ... [engine.py:448] gpu-startup-logs
+# rtx3090-qwen2.5-vl-7b-v0-fail.log; (EngineCore_DP0 pid=8884) startup-logs (0.10.1.1);
+# (RayWorkerWrapper pid=345, ip=10.42.9.225) startup-logs dennislee22 ...diff-nodes;
+# `vllm-1  | ` docker compose, tests/probes (vllm#13131's paste); [rank0]: PyTorch's
+# rank tag (tests/fixtures/nccl).
+PREFIXES = {
+    "prefix_worker": "(VllmWorkerProcess pid=3230) ",
+    "prefix_rank0": "[rank0]: ",
+    "prefix_error_logger": "ERROR 04-17 15:10:09 [engine.py:448] ",
+    "prefix_enginecore": "(EngineCore_DP0 pid=8884) ",
+    "prefix_compose": "vllm-1  | ",
+    "prefix_ray": "(RayWorkerWrapper pid=345, ip=10.42.9.225) ",
+}
+# Existing prefixes, taken off before a new one goes on (stacked tags are real too, but a
+# logger line behind another logger's header is not).
+_PREFIX = re.compile(
+    r"^(?:\((?:[A-Za-z_]\w*(?: TP\d+)?) pid=\d+(?:, ip=[\d.]+)?\)\s*"
+    r"|\[rank\d+\]:\s*"
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+\.py:\d+\]\s*"
+    r"|[\w.-]+-\d+\s+\|\s?)"
+)
+# Unrelated lines a real log carries around the failure (no number a rule reads): V0's
+# selector and worker lines (gpu-startup-logs rtx3090-llama3.1-8b-maxlen20000-v0.6.log,
+# gpu16gb-maxlen40000-v0.6.4.log) and a shard-loading progress bar (hangs/report-v1-tp2-rtx3090-start.log).
+INFO_LINES = (
+    "INFO 11-11 14:17:08 selector.py:135] Using Flash Attention backend.",
+    "INFO 12-20 20:25:46 worker.py:241] Memory profiling takes 19.77 seconds",
+)
+TQDM_LINES = (
+    "Loading safetensors checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]",
+    "Loading safetensors checkpoint shards: 100% Completed | 1/1 [00:14<00:00, 14.86s/it]",
+)
+
+
+# Engine args whose value a rule may decide on; dropping the command line drops them unless
+# the log prints the same value.
+def _with(incident: dict, **changes) -> dict:
+    out = copy.deepcopy(incident)
+    out.update(changes)
+    return out
+
+
+def _lines(log: str) -> list[str]:
+    return log.split("\n")
+
+
+def _strip_prefixes(line: str) -> str:
+    for _ in range(4):
+        stripped = _PREFIX.sub("", line, count=1)
+        if stripped == line:
+            break
+        line = stripped
+    return line
+
+
+_LOG_LINE = re.compile(
+    r"^(?:Traceback \(most recent|[\w.]*[a-z](?:Error|Exception|Warning)\b:?|"
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d |\(\w[\w ]* pid=\d+|\[rank\d+\]:|"
+    r"[\w.-]+-\d+\s+\|)"
+)
+
+
+def log_like(incident: dict) -> bool:
+    """The text is a process's output (its first line an exception, a logger header or a
+    process tag), not a person's words or an issue title: only output gets a prefix."""
+    first = next((x.strip() for x in _lines(incident["log"]) if x.strip()), "")
+    return bool(_LOG_LINE.match(first)) and not _bench().title_only(incident)
+
+
+_PROCESS_TAG = re.compile(
+    r"^(?:\([A-Za-z_][\w ]* pid=\d+(?:, ip=[\d.]+)?\)\s*|\[rank\d+\]:\s*|[\w.-]+-\d+\s+\|\s?)+"
+)
+_NCCL_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL")
+
+
+def _prefixed(prefix: str) -> Callable[[dict], dict | None]:
+    """Every line of the process's output behind `prefix` instead of its own process tag; a
+    logger header (ERROR 04-17 ... [engine.py:448]) replaces the line's own header too."""
+
+    def variant(incident: dict) -> dict | None:
+        if not log_like(incident):
+            return None
+        lines, previous = [], ""
+        for line in _lines(incident["log"]):
+            bare = _PROCESS_TAG.sub("", line, count=1)
+            # A paste's wrap never repeats the prefix: a line that continues the one before
+            # (it starts in lower case, and is no record of its own) keeps none.
+            wrapped = (
+                previous.strip()
+                and bare[:1].islower()
+                and not _LOG_LINE.match(bare)
+                and not _NCCL_LINE.match(bare)
+            )
+            if prefix.startswith("ERROR "):
+                bare = _strip_prefixes(line)
+            lines.append(line if not line.strip() or wrapped else prefix + bare)
+            previous = line
+        return _with(incident, log="\n".join(lines))
+
+    return variant
+
+
+def _wrapped(width: int, words: bool) -> Callable[[dict], dict | None]:
+    def variant(incident: dict) -> dict | None:
+        if _bench().title_only(incident) or all(len(x) <= width for x in _lines(incident["log"])):
+            return None  # an issue title is one line wherever it is shown
+        out: list[str] = []
+        for line in _lines(incident["log"]):
+            if words:
+                out.extend(textwrap.wrap(line, width) or [""])
+            else:
+                out.extend(line[k : k + width] for k in range(0, max(len(line), 1), width))
+        return _with(incident, log="\n".join(out))
+
+    return variant
+
+
+def fenced(incident: dict) -> dict | None:
+    return _with(incident, log="```text\n" + incident["log"].strip("\n") + "\n```")
+
+
+def traceback_cut(incident: dict) -> dict | None:
+    """The traceback's frames cut (what a person keeps: the exception line)."""
+    out, cut, after_file = [], False, False
+    for line in _lines(incident["log"]):
+        bare = _strip_prefixes(line)
+        if bare.startswith("Traceback (most recent call last)") or bare.lstrip().startswith(
+            'File "'
+        ):
+            cut, after_file = True, bare.lstrip().startswith('File "')
+            continue
+        if after_file and bare.startswith("    "):
+            after_file = False
+            continue
+        after_file = False
+        out.append(line)
+    if not cut or not any(x.strip() for x in out):
+        return None
+    return _with(incident, log="\n".join(out))
+
+
+def info_around(incident: dict) -> dict | None:
+    return _with(incident, log="\n".join([*INFO_LINES, incident["log"], INFO_LINES[0]]))
+
+
+def tqdm_before(incident: dict) -> dict | None:
+    return _with(incident, log="\n".join([*TQDM_LINES, incident["log"]]))
+
+
+def no_command(incident: dict) -> dict | None:
+    return _with(incident, command=None) if incident.get("command") else None
+
+
+def no_gpus(incident: dict) -> dict | None:
+    return _with(incident, gpus=None) if incident.get("gpus") else None
+
+
+def gpus_count(incident: dict) -> dict | None:
+    """`--gpus 2` : the count alone, as a person who only knows how many says it."""
+    gpus = incident.get("gpus")
+    if not gpus:
+        return None
+    from headroom.doctor.gpu_spec import GpuSpecError, read_gpus_option
+
+    try:
+        _, count = read_gpus_option(gpus)
+    except GpuSpecError:
+        return None
+    return _with(incident, gpus=str(count))
+
+
+def _command_tokens(incident: dict) -> list[str] | None:
+    try:
+        return shlex.split(incident["command"]) if incident.get("command") else None
+    except ValueError:
+        return None
+
+
+def no_model(incident: dict) -> dict | None:
+    """The model left out of the command line (the thread names it nowhere else)."""
+    tokens = _command_tokens(incident)
+    if not tokens:
+        return None
+    from headroom.vllm_cmd.command import CommandLineError, parse_command
+
+    try:
+        cmd = parse_command(tokens, strict=False)
+    except CommandLineError:
+        return None
+    if cmd.model is None:
+        return None
+    out, skip = [], False
+    for k, tok in enumerate(tokens):
+        if skip:
+            skip = False
+            continue
+        if tok == "--model" and k + 1 < len(tokens):
+            skip = True
+            continue
+        if tok.startswith("--model=") or tok == cmd.model:
+            continue
+        out.append(tok)
+    return _with(incident, command=shlex.join(out), model=None)
+
+
+def no_version(incident: dict) -> dict | None:
+    return _with(incident, vllm_version=None) if incident.get("vllm_version") else None
+
+
+def neighbour_version(incident: dict) -> dict | None:
+    """The release beside the thread's in the same minor series (0.8.4 -> 0.8.3, 0.8.0 ->
+    0.8.1): what a user upgrading or downgrading by one patch reports."""
+    version = incident.get("vllm_version")
+    found = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(version or ""))
+    if not found:
+        return None
+    major, minor, patch = (int(g) if g else 0 for g in found.groups())
+    patch = patch - 1 if patch > 0 else 1
+    return _with(incident, vllm_version=f"{major}.{minor}.{patch}")
+
+
+def _flag_variant(form: str) -> Callable[[dict], dict | None]:
+    """Each known valued flag re-spelled: `--flag=value` or `--flag_with_underscores`."""
+
+    def variant(incident: dict) -> dict | None:
+        tokens = _command_tokens(incident)
+        if not tokens:
+            return None
+        from headroom.vllm_cmd.flags import lookup_option
+
+        out, changed, k = [], False, 0
+        while k < len(tokens):
+            tok = tokens[k]
+            spec = lookup_option(tok) if tok.startswith("--") and "=" not in tok else None
+            if spec is not None and tok.startswith("--"):
+                if form == "eq" and spec.kind == "value" and k + 1 < len(tokens):
+                    out.append(f"{tok}={tokens[k + 1]}")
+                    k, changed = k + 2, True
+                    continue
+                if form == "underscore" and "-" in tok[2:]:
+                    out.append("--" + tok[2:].replace("-", "_"))
+                    k, changed = k + 1, True
+                    continue
+            out.append(tok)
+            k += 1
+        return _with(incident, command=shlex.join(out)) if changed else None
+
+    return variant
+
+
+def llm_call(incident: dict) -> dict | None:
+    """The command line as Python: `LLM(model=..., tensor_parallel_size=2, ...)`."""
+    tokens = _command_tokens(incident)
+    if not tokens:
+        return None
+    from headroom.vllm_cmd.command import CommandLineError, parse_command
+
+    env = [t for t in tokens if re.match(r"^[A-Z_][A-Z0-9_]*=", t)]
+    try:
+        cmd = parse_command([t for t in tokens if t not in env], strict=False)
+    except CommandLineError:
+        return None
+    launcher = " ".join(cmd.launcher)
+    if cmd.launcher and "vllm" not in launcher:
+        return None  # another tool's line: its own flags are not vLLM's keyword arguments
+    args = cmd.engine_args()
+    if not args:
+        return None
+    kwargs = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    call = f"from vllm import LLM; llm = LLM({kwargs})"
+    return _with(incident, command=shlex.join([*env, "python", "-c", call]))
+
+
+VARIANTS: dict[str, Callable[[dict], dict | None]] = {
+    "no_command": no_command,
+    "no_gpus": no_gpus,
+    "gpus_count": gpus_count,
+    "no_model": no_model,
+    "no_version": no_version,
+    "neighbour_version": neighbour_version,
+    **{kind: _prefixed(prefix) for kind, prefix in PREFIXES.items()},
+    "wrap80_hard": _wrapped(80, words=False),
+    "wrap80_words": _wrapped(80, words=True),
+    "fenced": fenced,
+    "traceback_cut": traceback_cut,
+    "info_around": info_around,
+    "tqdm_before": tqdm_before,
+    "flags_eq": _flag_variant("eq"),
+    "flags_underscore": _flag_variant("underscore"),
+    "llm_call": llm_call,
+}
