@@ -342,28 +342,57 @@ def facts_of_text(text: object) -> WordFacts:
         return WordFacts()
 
 
+# A log of this many lines or fewer is a title or a sentence, not a pasted log (as in
+# doctor/context.py): its setup is read even from a line vLLM's catalog recognised.
+_WORDS_MAX_LINES = 3
+
+
+def _setup_only(facts: WordFacts) -> WordFacts:
+    """The setup a line names (model, GPU, its memory, GPU counts) and nothing it says."""
+    return WordFacts(gpu_counts=facts.gpu_counts, text=facts.text, model_names=facts.model_names,
+                     gpu_names=facts.gpu_names, gpu_memory_gib=facts.gpu_memory_gib)  # fmt: skip
+
+
+def _names_gpus(facts: WordFacts) -> bool:
+    return bool(facts.gpu_names or facts.gpu_memory_gib or facts.gpu_counts)
+
+
 def text_facts(
     lines: Iterable[object], events: Sequence[LogEvent] = (), first_lineno: int = 1
 ) -> WordFacts | None:
     """The facts of the first line of words that states any, only when the log reader's
     `events` hold no error (a real vLLM error line always wins, as in symptom_text) and the
     line is not one the log reader recognised; the setup (model, GPU) from the first line
-    that names it, when another line holds the rest. None when no line states anything."""
-    if any(getattr(e, "severity", None) == "error" for e in events):
+    that names it, when another line holds the rest. None when no line states anything.
+
+    A title or a sentence (at most three lines) that holds vLLM's own error text ("[Usage]:
+    A100 vllm部署Qwen2.5-VL-3B-Instruct，load模型之后报错No available memory for the cache
+    blocks", "CUDA out of memory when runing X with vllm 0.10.1 on GPU L40S") still names
+    its setup: then only the setup is read (the model, the GPU, its memory and count), from
+    any line, and nothing else the words say."""
+    lines = list(lines)
+    errors = any(getattr(e, "severity", None) == "error" for e in events)
+    short = len(lines) <= _WORDS_MAX_LINES
+    if errors and not short:
         return None
     known = {getattr(e, "lineno", None) for e in events}
     found: WordFacts | None = None
     setup: WordFacts | None = None
     for offset, line in enumerate(lines):
-        if first_lineno + offset in known:
+        recognised = first_lineno + offset in known
+        if recognised and not short:
             continue
         facts = facts_of_text(line)
-        if found is None and facts.states_more:
+        if found is None and not errors and not recognised and facts.states_more:
             found = facts
-        if setup is None and facts.names_setup:
+        if setup is None and (_names_gpus(facts) if errors else facts.names_setup):
             setup = facts
         if found is not None and setup is not None:
             break
+    if errors:
+        # the GPUs only: a model named beside vLLM's own error is the catalog rules' to read
+        # (rules_long_context weighs the name as written, not the table's shape)
+        return replace(_setup_only(setup), model_names=()) if setup is not None else None
     if found is None:
         return setup
     if setup is None or setup is found or found.names_setup:

@@ -168,9 +168,30 @@ def test_log_lines_code_and_blank_text_state_nothing(line):
 
 
 def test_a_real_error_line_wins_over_words():
+    """Beside vLLM's own error the words' symptoms are not read; a title or a sentence
+    still names its GPUs, a pasted log (more than three lines) names nothing."""
     real = classify_line("ValueError: No available memory for the cache blocks.", 2)
     assert real is not None and real.severity == "error"
-    assert text_facts(["OOM on 1 gpu of 8 GPUs"], [real]) is None
+    facts = text_facts(["OOM on 1 gpu of 8 GPUs"], [real])
+    assert facts is not None and facts.gpu_counts == (1, 8)
+    assert not (facts.one_gpu_in_use or facts.memory_short or facts.several_gpus)
+    assert text_facts(["OOM on 1 gpu of 8 GPUs", "a", "b", "c"], [real]) is None
+    assert text_facts(["Qwen2-7B-Instruct OOM"], [real]) is None  # a model alone: not read
+
+
+def test_a_title_holding_vllms_error_still_names_its_gpu():
+    """Titles of public threads (tests/fixtures/field_words/titles.jsonl: vllm#18124,
+    vllm#23230) that quote vLLM's error beside the GPU they ran on."""
+    for title, name in (
+        ("[Usage]: A100 vllm部署Qwen2.5-VL-3B-Instruct，load模型之后报错No available memory for "
+         "the cache blocks", "A100"),
+        ("[Bug]: CUDA out of memory when runing nvidia/NVIDIA-Nemotron-Nano-9B-v2 with vllm "
+         "0.10.1 on GPU L40S", "L40S"),
+    ):  # fmt: skip
+        events = [e for e in [classify_line(title, 1)] if e is not None]
+        assert events and events[0].severity == "error"
+        facts = text_facts([title], events)
+        assert facts is not None and facts.gpu_names == (name,) and facts.model_names == ()
 
 
 def test_the_first_line_that_states_anything_is_read():
