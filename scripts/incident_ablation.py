@@ -32,6 +32,7 @@ for path in (ROOT, ROOT / "scripts"):
 from incident_variants import VARIANTS, _bench  # noqa: E402  (a script beside this one)
 
 DECIDING_ARGS = (
+    "model",
     "tensor_parallel_size",
     "pipeline_parallel_size",
     "max_model_len",
@@ -42,6 +43,7 @@ DECIDING_ARGS = (
     "quantization",
     "enforce_eager",
     "cpu_offload_gb",
+    "kv_cache_memory_bytes",
 )
 _GPU_MEMORY_IN_LOG = re.compile(
     r"total capacity of|total_gpu_memory|total GPU memory|GiB total|GPU memory: [\d.]+|"
@@ -52,6 +54,8 @@ _VERSION_IN_LOG = re.compile(r"\bv?0\.\d+\.\d+|vLLM API server version|V1 LLM en
 
 
 def _said(value: object, text: str) -> bool:
+    if isinstance(value, str) and "/" in value:
+        value = value.rstrip("/").rsplit("/", 1)[-1]  # a model named by its last part
     if isinstance(value, bool):
         return True  # a boolean flag's effect is read from the log's own config line, if any
     if isinstance(value, float):
@@ -73,6 +77,8 @@ def evidence_dropped(kind: str, incident: dict) -> str | None:
         missing = [f"{k}={v}" for k, v in args.items() if k in DECIDING_ARGS and not _said(v, log)]
         return "the log does not say " + ", ".join(missing) if missing else None
     if kind in ("no_gpus", "gpus_count"):
+        if kind == "no_gpus" and not re.match(r"1x", incident["gpus"]):
+            return "the GPU count was only in --gpus"
         if _GPU_MEMORY_IN_LOG.search(log):
             return None
         return "the log does not say the GPU's memory"

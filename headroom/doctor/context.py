@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from headroom.doctor.findings import DoctorInputs
-from headroom.doctor.gpu_spec import GpuSpec, spec_from_snapshot
+from headroom.doctor.gpu_spec import GpuSpec, spec_from_snapshot, spec_of_size
 from headroom.doctor.known_knobs import knob_state, known
 from headroom.doctor.log_memory import gpu_total_from_log
 from headroom.doctor.memory_model import (
@@ -246,10 +246,26 @@ class Context:
     @cached_property
     def gpu(self) -> GpuSpec | None:
         found = self.inputs.gpu_spec or spec_from_snapshot(self.inputs.gpus)
-        if found is not None or self.inputs.gpu_count:
+        if found is not None:
             return found
+        if self.inputs.gpu_count:
+            # `--gpus N`, a count only: GPUs of the size the log itself says, when it does
+            total = self._total_in_log()
+            return spec_of_size(self.inputs.gpu_count, total) if total else None
         # a log of words: the GPUs its text names (words_setup)
         return gpu_from_words(self.words, self.knobs.tp, self.knobs.pp)
+
+    def _total_in_log(self) -> float | None:
+        """CUDA's total memory per GPU as the log says it exactly: an OOM line's "total
+        capacity of X GiB" / "(GPU 0; X GiB total; ...)" (PyTorch's, any release), else
+        vLLM's own lines (log_memory.gpu_total_from_log's exact readings)."""
+        for event in self.of("cuda_oom"):
+            total = event.fields.get("total_gib")
+            if isinstance(total, int | float) and total > 0:
+                return float(total)
+        ledger = getattr(self.facts, "ledger", None)
+        found = gpu_total_from_log(self.raw_lines, None, None, ledger)
+        return found[0] if found is not None and found[1] else None
 
     @cached_property
     def account(self) -> MemoryAccount | None:

@@ -64,6 +64,12 @@ def _one(part: str) -> tuple[int, int | None, str, GpuModel | None, float | None
         raise GpuSpecError(
             f"cannot read GPU spec {part!r}: expected COUNTxNAME[:MEMORY_GIB], e.g. 8xH100, 4xA100:40, 2xGPU:16"
         )
+    if match.group("count") is None and match.group("name").strip().isdigit():
+        # "--gpus 2": a bare number is how many GPUs (of a kind not said), never a GPU named
+        # "2" -- read as one GPU it would have hidden the other.
+        nodes_said = f"{match.group('nodes')}x" if match.group("nodes") else ""
+        memory_said = f":{match.group('mem')}" if match.group("mem") else ""
+        return _one(f"{nodes_said}{match.group('name').strip()}xGPU{memory_said}")
     count = int(match.group("count") or 1)
     if count < 1 or count > 1024:
         raise GpuSpecError(f"GPU count must be 1..1024, got {count} in {part!r}")
@@ -150,6 +156,21 @@ def read_gpus_option(text: str) -> tuple[GpuSpec | None, int]:
         count = parse_gpu_count(text)  # a malformed spec raises here with its own message
         return None, count
     return spec, spec.count
+
+
+def spec_of_size(count: int, usable_gib: float) -> GpuSpec:
+    """`count` GPUs of a kind not named whose CUDA total is `usable_gib`: `--gpus N` (a count
+    only) beside a log that says each GPU's total (PyTorch's OOM line, vLLM's own), as
+    `--gpus NxGPU:MEM` would have said it (NVML's memory is CUDA's over 0.984)."""
+    return GpuSpec(
+        count=count,
+        name="GPU",
+        memory_gib=round(usable_gib / 0.984, 2),
+        usable_gib=round(usable_gib, 2),
+        nvlink=False,
+        bandwidth_gbps=None,
+        known=False,
+    )
 
 
 def spec_from_snapshot(snapshot) -> GpuSpec | None:

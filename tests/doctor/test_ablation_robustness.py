@@ -17,11 +17,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.context import Context
+from headroom.doctor.gpu_spec import GpuSpecError, read_gpus_option
 from headroom.doctor.refusal_match import hard_wrap_joined
 from headroom.vllm_cmd import parse_command
 
@@ -125,6 +127,7 @@ GUARDED = (
     "vllm-project--vllm--1479",
     "alex8791-cyber--cognithor--318",
     "vllm-project--vllm--36734",
+    "vllm-project--vllm--4417",
 )
 
 
@@ -141,3 +144,36 @@ def test_the_ablation_keeps_these_training_answers_right():
         if reason is None
     ]
     assert kept == []
+
+
+# vllm-project/vllm#4417's paste (8 x RTX A6000, TP left at 1): PyTorch 2.2+'s OOM line.
+OOM_4417 = (
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
+    "total capacity of 47.54 GiB of which 1.38 GiB is free. Process 876965 has 46.14 GiB "
+    "memory in use. Of the allocated memory 45.52 GiB is allocated by PyTorch, and 5.85 MiB "
+    "is reserved by PyTorch but unallocated."
+)
+
+
+def test_a_bare_gpu_count_is_that_many_gpus():
+    assert read_gpus_option("2") == (None, 2)
+    spec, count = read_gpus_option("2:24")
+    assert count == 2 and spec is not None and spec.memory_gib == 24.0
+    with pytest.raises(GpuSpecError):
+        read_gpus_option("0")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=1, max_value=1024), st.sampled_from(["", " ", "\t"]))
+def test_any_bare_count_reads_as_that_count(count, pad):
+    assert read_gpus_option(f"{pad}{count}{pad}") == (None, count)
+
+
+def test_a_count_only_takes_the_gpu_size_the_log_says():
+    """`--gpus 8` and an OOM line that says each GPU's total: the same answer as
+    `--gpus 8xGPU:48` (more GPUs than TP 1 uses)."""
+    counted = diagnose(DoctorInputs(log=OOM_4417 + "\n", gpu_count=8))
+    assert counted.findings[0].id == "cuda-oom-idle-gpus"
+    assert counted.findings[0].actions[0].knob == "tensor_parallel_size"
+    assert Context(DoctorInputs(log=OOM_4417 + "\n", gpu_count=8)).gpu.usable_gib == 47.54
+    assert Context(DoctorInputs(log="no numbers here\n", gpu_count=8)).gpu is None
