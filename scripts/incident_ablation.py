@@ -89,6 +89,10 @@ def evidence_dropped(kind: str, incident: dict) -> str | None:
         if _VERSION_IN_LOG.search(log):
             return None
         return "the release decides, and only the incident said it"
+    if kind == "traceback_cut":
+        rest = VARIANTS[kind](incident)
+        if rest is not None and not re.search(r"(?:Error|Exception|Warning)\b", rest["log"]):
+            return "the traceback's frames were all the log said"
     return None
 
 

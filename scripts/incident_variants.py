@@ -139,6 +139,8 @@ def _wrapped(width: int, words: bool) -> Callable[[dict], dict | None]:
     def variant(incident: dict) -> dict | None:
         if _bench().title_only(incident) or all(len(x) <= width for x in _lines(incident["log"])):
             return None  # an issue title is one line wherever it is shown
+        if not words and not log_like(incident):
+            return None  # a terminal cuts a process's output; a person's prose wraps at words
         out: list[str] = []
         for line in _lines(incident["log"]):
             if words:

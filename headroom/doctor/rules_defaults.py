@@ -27,6 +27,7 @@ from headroom.doctor.findings import Finding, compact_actions
 from headroom.doctor.model_family import ModelFamily, model_family
 from headroom.doctor.multimodal_models import ENCODER_DECODER_MODULES, runs_encoder_decoder_on_v0
 from headroom.doctor.oom_numbers import foreign_gib
+from headroom.doctor.refusal_match import hard_wrap_joined
 from headroom.doctor.release_defaults import (
     ENCODER_DECODER_MAX_NUM_SEQS,
     V0_MAX_NUM_SEQS,
@@ -302,8 +303,9 @@ def encoder_frame_without_error(ctx) -> list[Finding]:
     if ctx.knobs.max_num_seqs is not None or any(e.severity == "error" for e in ctx.events):
         return []
     lines = [line for line in ctx.raw_lines if line.strip()]
-    tail = lines[-3:]
-    frames = [m.group(1) for line in tail if (m := _FORWARD_FRAME.search(line))]
+    tail = lines[-4:]
+    # a terminal's hard wrap may cut the frame's path ("vllm/model_\nexecutor/models/...")
+    frames = [m.group(1) for m in _FORWARD_FRAME.finditer(hard_wrap_joined(tail))]
     if not frames or frames[-1] not in ENCODER_DECODER_MODULES:
         return []
     module = frames[-1]

@@ -68,6 +68,18 @@ def _without_finished_bars(around: str) -> str:
     return around
 
 
+def _paragraph(ctx, event: LogEvent) -> str:
+    """The event's line with the lines of its paragraph before it (no blank line between):
+    a person's sentence wrapped at 80 columns names its cause a line or two above the OOM."""
+    lines = ctx.lines_before(event, 4) or [event.line]
+    kept: list[str] = []
+    for line in reversed(lines):
+        if not line.strip():
+            break
+        kept.insert(0, line.strip())
+    return " ".join(kept) or event.line
+
+
 def oom_phase(ctx, event: LogEvent) -> str:
     """Where the OOM happened, from the lines around it: weights, sampler, graphs, runtime."""
     index = ctx.events.index(event)
@@ -83,7 +95,7 @@ def oom_phase(ctx, event: LogEvent) -> str:
         started = any(e.kind in ("startup_complete", "stats") for e in before)
         if started:
             return "runtime"
-        return "graphs" if _GRAPHS_IN_WORDS.search(event.line) else "unknown"
+        return "graphs" if _GRAPHS_IN_WORDS.search(_paragraph(ctx, event)) else "unknown"
     around = " ".join(
         ctx.lines_before(event) or [e.line for e in ctx.events[max(0, index - 6) : index + 1]]
     )

@@ -128,6 +128,8 @@ GUARDED = (
     "alex8791-cyber--cognithor--318",
     "vllm-project--vllm--36734",
     "vllm-project--vllm--4417",
+    "bentoml--openllm--1003",
+    "vllm-project--vllm--8879",
 )
 
 
@@ -177,3 +179,29 @@ def test_a_count_only_takes_the_gpu_size_the_log_says():
     assert counted.findings[0].actions[0].knob == "tensor_parallel_size"
     assert Context(DoctorInputs(log=OOM_4417 + "\n", gpu_count=8)).gpu.usable_gib == 47.54
     assert Context(DoctorInputs(log="no numbers here\n", gpu_count=8)).gpu is None
+
+
+# bentoml/OpenLLM#1003's words and vllm-project/vllm#8879's last frames (the thread's paste).
+GRAPHS_WORDS = (
+    "Since vllm 0.2.7, CUDA graph generation is on by default, which takes up to 3 Gio of VRAM "
+    "in addition to the model. On my hardware, this means I trigger an Out Of Memory error."
+)
+MLLAMA_FRAME = (
+    'File "/home/heerak/miniconda3/envs/eval/lib/python3.10/site-packages/vllm/model_executor/'
+    'models/mllama.py", line 1084, in forward\n'
+    "cross_attention_states = self.vision_model(pixel_values,"
+)
+
+
+def test_words_wrapped_at_80_columns_keep_their_cause():
+    for text in (GRAPHS_WORDS, "\n".join(textwrap.wrap(GRAPHS_WORDS, 80))):
+        top = diagnose(DoctorInputs(log=text + "\n")).findings[0]
+        assert top.id == "cuda-oom-graphs" and top.actions[0].knob == "enforce_eager"
+
+
+def test_a_frame_whose_path_a_terminal_cut_is_still_read():
+    frame, code = MLLAMA_FRAME.split("\n")
+    cut = "\n".join([*(frame[k : k + 80] for k in range(0, len(frame), 80)), code])
+    for text in (MLLAMA_FRAME, cut):
+        top = diagnose(DoctorInputs(log=text + "\n")).findings[0]
+        assert top.id == "release-default-max-num-seqs-encoder-trace"
