@@ -7,7 +7,8 @@ symptom (an OOM, a KV shortage); this module reads what the doctor needs beside 
 cause, in English and in Chinese (many public vLLM threads are Chinese):
 
 - GPU counts: "8 GPUs", "2x3080", "8xA100", "one GPU", "single-GPU", "4卡", "8张卡", "单卡",
-  "双卡", and whether the text says "several" without a count ("multi-gpu", "多卡");
+  "双卡", and whether the text says "several" without a count ("multi-gpu", "多卡")
+  (probes.symptom_counts);
 - attention heads: "12 heads", "固定12头", "12个注意力头";
 - gpu_memory_utilization: "gpu_memory_utilization=1", "mem-util 0.82", "gpu利用率默认参数为0.61",
   and whether the sentence blames that value ("导致", "too low", "causes");
@@ -25,6 +26,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from headroom.probes.symptom_counts import gpu_counts, one_gpu_in_use, several_gpus
 from headroom.probes.symptom_fixes import StatedFix, graph_capture_failed, stated_fixes
 from headroom.probes.symptom_fixes import length_blamed as blames_length
 from headroom.probes.symptom_output import (
@@ -34,7 +36,7 @@ from headroom.probes.symptom_output import (
     structured_backend_named,
     structured_output_slow,
 )
-from headroom.probes.symptom_setup import GPU_NAME, gpu_memory_gib, gpu_names, model_names
+from headroom.probes.symptom_setup import gpu_memory_gib, gpu_names, model_names
 from headroom.probes.symptom_usage import memory_taken as says_memory_taken
 from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
 
@@ -45,56 +47,8 @@ __all__ = ["WordFacts", "facts_of_text", "text_facts"]
 _IA = re.IGNORECASE | re.ASCII
 
 _MAX_CHARS = 2000  # a sentence or a title, as in symptom_text
-_MAX_GPUS = 1024  # a count above this is not a GPU count ("2048 GPUs" of a cluster aside)
 _MAX_HEADS = 1024
 
-_ZH_DIGITS = {"一": 1, "单": 1, "两": 2, "二": 2, "双": 2, "三": 3, "四": 4, "五": 5, "六": 6,
-              "七": 7, "八": 8, "十六": 16}  # fmt: skip
-_EN_NUMBERS = {"one": 1, "a single": 1, "single": 1, "two": 2, "dual": 2, "three": 3,
-               "four": 4, "six": 6, "eight": 8, "sixteen": 16}  # fmt: skip
-
-# "8 GPUs", "8 gpu", "2 cards", "4 x GPUs", "one GPU", "a single GPU", "single-GPU", "dual GPU".
-_EN_COUNT = re.compile(
-    r"(?<![\w.])(\d{1,4}|one|a single|single|two|dual|three|four|six|eight|sixteen)"
-    r"[\s-]*(?:[x×*]\s*)?(?:NVIDIA\s+)?(?:GPUs?|cards?|graphics\s+cards?|devices?)(?![\w-])",
-    _IA,
-)
-# "2x3080", "8xA100", "8*a100 40g", "2 * 3080Ti": a count times a GPU model ("Mixtral-8x7B" is
-# a model, not 8 GPUs of a "7B": the lookbehind and the letter-first model keep it out), and a
-# bare four-digit model is a GeForce number (1050-5090): "1024x1024" is an image size.
-_TIMES_MODEL = re.compile(
-    r"(?<![\w.-])(\d{1,2})\s*[x×*]\s*(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?(?:RTX\s*|GTX\s*)?"
-    r"(?:[A-Z]{1,2}\d{2,4}|[1-5]0[5-9]0)(?!\d)",
-    _IA,
-)
-# "4卡", "8张卡", "8 块 GPU", "8个GPU", "单卡", "双卡", "八卡": a count before 卡/张卡/块卡/GPU/显卡.
-# 卡 alone also means "stuck" (卡住, 卡在): only a count right before it makes it a card; 第一张卡
-# is "the first card", an ordinal (_ONE_IN_USE reads it).
-_ZH_COUNT = re.compile(
-    r"(?<![A-Za-z0-9.第])(\d{1,4}|十六|[一单两二双三四五六七八])\s*(?:张|块|个|台)?\s*"
-    # the card's size may stand between: "四张80g显卡", "8张40G的卡"
-    r"(?:(?<=[张块个台])\d{1,3}\s*[gG][bB]?\s*的?\s*)?(?:显卡|卡|GPU|gpu)"
-)
-# A count before a GPU's name: "two Nvidia 3090s", "4 A100s", "8 H100", "8张A800", "两块4090",
-# "4xL4" (a one-digit name _TIMES_MODEL does not take).
-_NAMED_COUNT = re.compile(
-    rf"(?<![A-Za-z0-9_.])(\d{{1,3}}|one|a single|single|two|dual|three|four|six|eight|sixteen|"
-    rf"十六|[一单两二双三四五六七八])\s*(?:[x×*]\s*)?(?:张|块|个|台)?\s*{GPU_NAME}",
-    _IA,
-)
-_SEVERAL = re.compile(
-    r"\bmulti(?:ple)?[\s-]*(?:GPUs?|cards?)|\bseveral\s+GPUs|\bmore\s+GPUs|\bother\s+GPUs|"
-    r"多卡|多张卡|多块|其他卡|其他显卡|其它卡|其余卡",
-    _IA,
-)
-# Only one GPU does the work: "only the first GPU", "GPU 0 only", "第一张卡的显存增加直到溢出",
-# "只有一张显卡被占用" (a count of one is read by the count patterns).
-_ONE_IN_USE = re.compile(
-    r"\bonly\s+(?:uses?\s+|using\s+|runs?\s+on\s+|on\s+)?(?:the\s+first|one|1|a\s+single)\s+GPU|"
-    r"\bGPU\s*0\s+only|"
-    r"第一(?:张|块)?(?:显卡|卡|GPU)|只有一(?:张|块)|只用(?:了)?一(?:张|块)",
-    _IA,
-)
 _HEADS = re.compile(
     r"(?<![\w.])(\d{1,4})\s*(?:attention\s+|attn\s+|vision\s+|query\s+)?heads?\b|"
     r"\b(?:num_attention_heads|attention\s+heads|number\s+of\s+(?:attention\s+)?heads)"
@@ -239,27 +193,6 @@ class WordFacts:
         return bool(self.model_names or self.gpu_names or self.gpu_memory_gib)
 
 
-def _number(token: str) -> int | None:
-    token = token.strip().lower()
-    if token.isdigit():
-        return int(token)
-    return _ZH_DIGITS.get(token) or _EN_NUMBERS.get(token)
-
-
-def _gpu_counts(text: str) -> tuple[int, ...]:
-    found: list[tuple[int, int]] = []  # (position, count)
-    for pattern in (_EN_COUNT, _TIMES_MODEL, _ZH_COUNT, _NAMED_COUNT):
-        for match in pattern.finditer(text):
-            count = _number(match.group(1))
-            if count is not None and 0 < count <= _MAX_GPUS:
-                found.append((match.start(), count))
-    out: list[int] = []
-    for _, count in sorted(found):
-        if count not in out:
-            out.append(count)
-    return tuple(out)
-
-
 def _heads(text: str) -> int | None:
     values = set()
     for match in _HEADS.finditer(text):
@@ -312,11 +245,11 @@ def facts_of_text(text: object) -> WordFacts:
         if split_prefix(words)[0] is not None or is_client_text(words) or _CODE.match(words):
             return WordFacts()
         utilization, blamed = _utilization(words)
-        counts = _gpu_counts(words)
+        counts = gpu_counts(words)
         return WordFacts(
             gpu_counts=counts,
-            several_gpus=bool(_SEVERAL.search(words)),
-            one_gpu_in_use=1 in counts or bool(_ONE_IN_USE.search(words)),
+            several_gpus=several_gpus(words),
+            one_gpu_in_use=one_gpu_in_use(words, counts),
             heads=_heads(words),
             utilization=utilization,
             utilization_blamed=blamed,

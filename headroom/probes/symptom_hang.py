@@ -205,8 +205,11 @@ def _comm_stall(tail: list[str]) -> CommStall | None:
 _HANG = re.compile(
     r"\b(?:stuck|hangs?|hanging|hung|freez(?:e|es|ing)|frozen|deadlock(?:s|ed)?|"
     r"(?:spins?|spinning|waits?|waiting)\s+forever|never\s+(?:starts?|finish(?:es)?|returns?|responds?)|"
-    r"no\s+response|not\s+respond(?:ing)?|unresponsive|timed?[\s-]?outs?|times\s+out|timeouts?)\b|"
-    r"卡住|卡死|卡在|一直卡|无响应|没有?响应|没反应|超时|死锁",
+    r"no\s+response|not\s+respond(?:ing)?|unresponsive|timed?[\s-]?outs?|times\s+out|timeouts?|"
+    # "vllm stall on llama3-70b warmup", "vLLM stops all processing when ..." (vllm#4277, #546)
+    r"stall(?:s|ed|ing)?|stop(?:s|ped)\s+(?:all\s+)?(?:processing|responding|generating))\b|"
+    # 卡着不动 / 不动了 / 一动不动 ("stuck, not moving": FastChat#2833, vllm#17151), 挂起 (hung)
+    r"卡住|卡死|卡在|一直卡|卡着|不动了|一动不动|挂起|无响应|没有?响应|没反应|超时|死锁",
     re.IGNORECASE,
 )
 # A hedge, a fix or a negation in the clause before the word: advice, a patch, a wish.
@@ -218,10 +221,17 @@ _HEDGE = re.compile(
 )
 _TP = re.compile(
     r"(?:tensor[-_ ]?parallel(?:[-_ ]?size)?|pipeline[-_ ]?parallel(?:[-_ ]?size)?|(?<![\w-])-?-?[tp]p(?:[-_ ]?size)?)"
-    r"\s*(?P<op>>=|>|＞|=|:|\s)\s*(?P<n>\d{1,4})(?!\d)",
+    # a closing backtick or quote between the name and its value: "`tensor_parallel_size` > 1"
+    r"[`'\"]?\s*(?P<op>>=|>|＞|=|:|\s)\s*(?P<n>\d{1,4})(?!\d)",
     re.IGNORECASE,
 )
 _TP_GLUED = re.compile(r"(?<![\w-])[TP]P(?P<n>[2-9]|1[0-9])(?![\w.])")  # "TP2", "PP4"
+# TP named without a size: "hang at `Using model weights format` when using tp" (vllm#6636),
+# "with tensor parallelism": more than one GPU.
+_TP_WORD = re.compile(
+    r"\b(?:using|with|use|enabl(?:e|ed|ing))\s+(?:tp|TP|tensor[-_ ]parallel(?:ism)?)(?![\w-])",
+    re.IGNORECASE,
+)
 _COMM_WORDS = re.compile(
     r"\bNCCL\b|all[-_ ]?reduce|allreduce|\bP2P\b|peer[- ]to[- ]peer|\bdistributed\s+(?:inference|serving)\b|"
     r"multi[- ]?node|多机|多节点|通信",
@@ -238,6 +248,8 @@ _CUSTOM_AR = re.compile(
 # A hang in another stage (download, weights, compile, graphs, profiling): not communication.
 _OTHER_STAGE = re.compile(
     r"download|\bloading\s+(?:the\s+)?(?:model|weights?|checkpoint|shards?)|\bload(?:ing)?\s+weights|"
+    # "hangs indefinitely during model weight loading" (vllm#42063), "model loading"
+    r"\bweights?\s+loading\b|\bmodel\s+loading\b|"
     r"compil|torch\.compile|cuda[\s-]?graph|cudagraph|capturing|profil|下载|加载|编译",
     re.IGNORECASE,
 )
@@ -249,7 +261,7 @@ _CODE = re.compile(
     r"""^\s*(?:File\s+"|#|import\s|from\s\S+\s+import|def\s|raise\s|[\w.]+\s*=[^=])"""
 )
 _NEEDLES = ("stuck", "hang", "hung", "freez", "frozen", "deadlock", "forever", "never", "respon",
-            "time", "卡", "响应", "反应", "超时", "死锁")  # fmt: skip
+            "time", "stall", "stop", "卡", "不动", "挂起", "响应", "反应", "超时", "死锁")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -312,7 +324,9 @@ def words_of_line(line: object) -> HangWords | None:
         multi_node = bool(_MULTI_NODE.search(text))
         return HangWords(
             text=text.strip(),
-            multi_gpu=more or several or nccl or custom or multi_node,
+            multi_gpu=bool(
+                more or several or nccl or custom or multi_node or _TP_WORD.search(text)
+            ),
             tp=tp,
             custom_allreduce=custom,
             nccl=nccl or custom,

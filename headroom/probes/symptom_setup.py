@@ -81,13 +81,18 @@ _MEMORY = re.compile(
     # "24GB VRAM", "16gb gpu", "24G显存", "24G的显存", "80G的显卡", "48GB 显存"
     rf"{_SIZE}\s*(?:的)?\s*(?:of\s+)?{_MEMORY_WORD}|"
     # "显存24G", "显存为 24GB", "VRAM: 24GB", "GPU memory of 24 GB", "24564MiB" is not read
-    rf"(?:显存|VRAM|GPU\s+memory|video\s+memory)\s*(?:为|是|只有|仅|:|：|of|is)?\s*{_SIZE}",
+    rf"(?:显存|VRAM|GPU\s+memory|video\s+memory)\s*(?:为|是|只有|仅|:|：|of|is)?\s*{_SIZE}|"
+    # a size said not to be enough, in a sentence about GPU memory: "到底需要多大显存？16G都不够"
+    # (QwenLM/Qwen3-VL#1224)
+    rf"(?<=显存)[^。！!\n]{{0,12}}?{_SIZE}\s*(?:的)?\s*(?:都|也|还|完全)?\s*(?:不够|不足)",
     _IA,
 )
 # A size beside a GPU name: "A100 80G", "A100-40GB", "4090 24G", "V100(32G)", "a 3060 with
 # 12G", "96GB H100".
 _NAMED_SIZE = re.compile(
-    rf"(?:{_DATACENTER}|{_GEFORCE})(?:[\s_-]*(?:SXM\d?|PCIe|NVL))?(?:[\s_(（-]*|\s+with\s+){_SIZE}|"
+    # ("H800 1*80G": a count times the size, vllm#6737)
+    rf"(?:{_DATACENTER}|{_GEFORCE})(?:[\s_-]*(?:SXM\d?|PCIe|NVL))?(?:[\s_(（-]*|\s+with\s+)"
+    rf"(?:\d{{1,2}}\s*[x×*]\s*)?{_SIZE}|"
     rf"{_SIZE}[\s-]*(?:NVIDIA\s+)?(?:{_DATACENTER}|{_GEFORCE})(?![A-Za-z0-9_.])",
     _IA,
 )

@@ -10,6 +10,8 @@ real line whose phase the log does not say:
   -> a `cuda_oom` event, as PyTorch's "CUDA out of memory" line gives;
 - too little KV cache in words ("not enough KV cache", "KV cache too small")
   -> a `no_cache_memory` event, as vLLM's "No available memory for the cache blocks" gives.
+- requests preempted in words ("frequently preempting", "Preemptions detected", "被抢占")
+  -> a `preemption` warning, as the scheduler's "is preempted by PreemptionMode" gives.
 
 A hang is not recognised: it has no one cause (NCCL, Ray, loading, compiling) and so no
 knob the table would turn for it.
@@ -62,9 +64,29 @@ _KV_CACHE = r"KV[ -]?cache"
 _KV_PHRASES = (
     rf"\b(?:not\s+enough|insufficient)\s+(?:GPU\s+)?(?:memory\s+for\s+(?:the\s+)?)?{_KV_CACHE}",
     rf"\bno\s+(?:available\s+)?(?:memory|space|room)\s+(?:left\s+)?for\s+(?:the\s+)?{_KV_CACHE}",
-    rf"\b{_KV_CACHE}\s+(?:memory\s+)?(?:is\s+|was\s+)?(?:too\s+small|not\s+enough|insufficient)",
+    # "KV cache too small", "kv cache is to small" / "10MiB to small KV cache" (a common typo:
+    # SergiioB/intel-arc-pro-b70-inference-cookbook#4), "too little KV cache"
+    rf"\b{_KV_CACHE}\s+(?:memory\s+)?(?:is\s+|was\s+)?(?:too?\s+small|not\s+enough|insufficient)",
+    rf"\btoo?\s+(?:small|little)\s+(?:a\s+)?(?:GPU\s+)?{_KV_CACHE}",
     # Chinese: "KV cache不足", "KV缓存空间不够", "kv cache 太小"
     rf"(?:{_KV_CACHE}|KV\s*缓存)\s*的?\s*(?:空间|内存|显存|容量)?\s*(?:不足|不够|太小|过小)",
+)
+# Requests preempted, said in words ("performance regression caused by frequently preempting
+# and resuming a request", vllm#25538; "Preemptions detected: 24. KV Cache size likely needs
+# to be increased", tenstorrent/tt-xla#5864; "请求被抢占"): vLLM preempts a request when the KV
+# cache has no block left for it, the event its scheduler's warning gives. The flag
+# (--preemption-mode, preemption_mode) is a setting, not the symptom.
+_PREEMPT_PHRASES = (
+    r"\bpreempt(?:s|ed|ing|ions?)\b(?![-_]mode)(?!\s+mode\b)",
+    r"被抢占|抢占(?:了|请求|频繁)|频繁抢占",
+)
+_PREEMPTED = re.compile("|".join(f"(?:{p})" for p in _PREEMPT_PHRASES), _IA)
+# Titles of vLLM's pull requests and feature requests name preemption as the code they change
+# ("[Scheduler] Warning upon preemption", "[Core] ...", "[Feature]: ..."), not a symptom.
+_DEV_TITLE = re.compile(
+    r"^\s*\[(?:Core|Perf|Kernel|Bugfix|BugFix|Feature|RFC|Scheduler|Misc|CI|Doc|Docs|Refactor|"
+    r"V1|Observability|Optimization|Test|Build|CI/Build)\]",
+    _IA,
 )
 _OOM = re.compile("|".join(f"(?:{p})" for p in _OOM_PHRASES), _IA)
 _KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), _IA)
@@ -73,7 +95,10 @@ _KV_SHORT = re.compile("|".join(f"(?:{p})" for p in _KV_PHRASES), _IA)
 _HOST_MEMORY = re.compile(
     r"(?<!GPU )(?<!video )\bRAM\b|\bCPU\b|\bhost\s+memory|\bsystem\s+memory|\bSMEM\b|"
     r"shared\s+memory|/dev/shm|\bshm\b|\bswap\b|\bdisk\b|oom[-_ ]?kill|\bKilled\b|"
-    r"exit\s+code\s+137|\bcgroup|java\.lang|\bheap\b|(?<!CUDA)(?<!GPU)(?<!显卡)(?<!CUDA )(?<!GPU )内存",
+    r"exit\s+code\s+137|\bcgroup|java\.lang|\bheap\b|(?<!CUDA)(?<!GPU)(?<!显卡)(?<!CUDA )(?<!GPU )内存|"
+    # Ray's OOM is its memory monitor killing workers on host memory ("ray OOM in tensor
+    # parallel", vllm#322): "Ray OOM", "raylet ... out of memory", "memory monitor"
+    r"\bray(?:let)?\s+(?:OOM|out[ -]of[ -]memory)|\bmemory\s+monitor\b",
     _IA,
 )
 # A hedge or a negation in the clause before the symptom: advice or a wish, not a report.
@@ -97,11 +122,12 @@ _URL = re.compile(r"\S+://\S+")
 # "KV cache" all the time, and none of these words).
 _OOM_NEEDLES = ("oom", "out of", "out-of", "outofmemory", "enough", "insufficient", "no more",
                 "exhausted", "显存", "内存", "不够", "不足")  # fmt: skip
-_KV_NEEDLES = ("enough", "insufficient", "small", "no ", "不足", "不够", "太小", "过小")
+_KV_NEEDLES = ("enough", "insufficient", "small", "little", "no ", "不足", "不够", "太小", "过小")
+_PREEMPT_NEEDLES = ("preempt", "抢占")
 
 
 def _might_name(low: str) -> bool:
-    if any(n in low for n in _OOM_NEEDLES):
+    if any(n in low for n in _OOM_NEEDLES) or any(n in low for n in _PREEMPT_NEEDLES):
         return True
     return "kv" in low and any(n in low for n in _KV_NEEDLES)
 
@@ -173,6 +199,9 @@ def symptom_of_line(line: object, lineno: int | None = None) -> LogEvent | None:
     if _reported(_OOM, words):
         return LogEvent("cuda_oom", "error", line.strip(), {"from_words": True}, lineno,
                         signature="words_gpu_oom")  # fmt: skip
+    if not _DEV_TITLE.match(words) and _reported(_PREEMPTED, words):
+        return LogEvent("preemption", "warning", line.strip(), {"from_words": True}, lineno,
+                        signature="words_preempted")  # fmt: skip
     return None
 
 

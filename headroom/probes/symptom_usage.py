@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+from headroom.probes.symptom_setup import GPU_NAME
+
 __all__ = ["memory_taken"]
 
 _IA = re.IGNORECASE | re.ASCII
@@ -39,14 +41,23 @@ _GPU_MEMORY = r"(?:GPU|VRAM|vram|video|gpu\s+ram|graphics)"
 _EN = (
     # "takes 38 GB GPU memory", "requires 21G gpu ram", "consumes high memory", "uses almost
     # all of the GPU memory", "takes up 90% of VRAM"
+    # ("use all my gpus" counts GPUs: the noun ends the word)
     rf"\b{_TAKE}\s+(?:up\s+)?{_AMOUNT}\s+(?:of\s+)?(?:the\s+|my\s+|its\s+)?(?:available\s+)?"
-    rf"(?:{_GPU_MEMORY}(?:\s+memory)?|memory)",
+    rf"(?:{_GPU_MEMORY}(?:\s+memory)?|memory)(?![A-Za-z])",
+    # "uses almost all available space on my H100" (vllm#8816)
+    rf"\b{_TAKE}\s+(?:up\s+)?{_AMOUNT}\s+(?:of\s+)?(?:the\s+)?(?:available\s+)?(?:space|memory)\s+"
+    rf"(?:on|of)\s+(?:the\s+|my\s+|a\s+|each\s+|every\s+)?(?:GPUs?|cards?|{GPU_NAME})",
+    # a size asked about: "why `3B-Instruct-AWQ` takes 16G" (vllm#15204), "why does a 7B model
+    # need 60GB"
+    rf"\bwhy\b[^.?!;]{{0,80}}?\b{_TAKE}\s+(?:up\s+)?(?:about\s+|around\s+|over\s+|almost\s+|"
+    r"nearly\s+|more\s+than\s+)?\d+(?:\.\d+)?\s*(?:G|GB|GiB)(?![A-Za-z])",
     # "GPU usage is about 73G", "GPU memory usage exceed 20G", "VRAM usage too high"
     rf"\b{_GPU_MEMORY}\s+(?:memory\s+)?(?:usage|consumption|footprint)\s+(?:is\s+|was\s+)?"
     r"(?:about\s+|around\s+|over\s+)?(?:too\s+high|so\s+high|very\s+high|high|huge|exceed(?:s|ed)?|"
     r"\d+(?:\.\d+)?\s*(?:G|GB|GiB)(?![A-Za-z]))",
     # "high GPU memory usage", "huge VRAM consumption"
-    rf"\b(?:high|huge|excessive|large|massive)\s+(?:{_GPU_MEMORY}\s+)?memory\s+(?:usage|consumption)",
+    rf"\b(?:high|huge|excessive|large|massive)\s+(?:{_GPU_MEMORY}\s+)?memory\s+"
+    r"(?:usage|consumption|footprint)",
     # a wish to reduce it: "how to reduce gpu memory in vllm", "Is there an option to reduce
     # GPU memory usage？" ("Reduce GPU memory usage of X" alone is a pull request's title)
     rf"\b(?:how\s+(?:to|can\s+i|do\s+i|could\s+i)|option\s+to|way\s+to|possible\s+to|want\s+to|"
@@ -62,6 +73,9 @@ _ZH = (
     r"(?:占满|吃满|用满|占尽)(?:了)?(?:整个|全部|所有)?(?:的)?显存",
     r"(?:占用|占|吃|用|消耗)(?:了)?(?:的)?显存(?:太多|过多|很多|过大|太大|过高|太高)",
     r"(?:降低|减少|限制|控制|减小)(?:vllm|vLLM)?(?:的)?显存(?:占用|使用|消耗)?",
+    # set to one share, still takes more: "我设置了vllm显存占用为0.7，但是最后一张卡好像还是占用了0.9"
+    # (modelscope/ms-swift#3342)
+    r"(?:还是|仍然|依然|却)(?:会)?(?:占用|占了|占满)(?:了)?\s*(?:0?\.\d{1,2}|\d{2,3}\s*%)",
 )
 _TAKEN = re.compile("|".join(f"(?:{p})" for p in (*_EN, *_ZH)), _IA)
 # Host memory, disk: not the GPU's; vLLM's own lines ("Model loading took 13.31 GiB memory",

@@ -1,0 +1,67 @@
+"""The field survey of words (scripts/words_survey.py) as a ratchet: the doctor's words readers
+must keep reading the field's titles at least as well as when the floors were measured.
+
+The texts are real titles and first sentences of public vLLM threads, none from the incident
+corpus (tests/fixtures/field_words/SOURCES.md). The floors are the figures measured on
+2026-12-02 after the reader families of that day (before them: recognised 100 of 119, right
+class 189 of 211, 4 false positives): raise them when the readers read more, never lower them
+to make a change pass.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from headroom.doctor import diagnose
+from headroom.doctor.findings import DoctorInputs
+from headroom.probes.vllm_log import digest_text
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FLOORS = {"covered": 110, "right": 201}
+MAX_FALSE_POSITIVES = 1
+NUMBER_FLOORS = {"gpu": 28, "gpu_gib": 12, "gpus": 18, "model_size": 24, "version": 6}
+
+
+@pytest.fixture(scope="module")
+def survey():
+    spec = importlib.util.spec_from_file_location(
+        "words_survey", ROOT / "scripts" / "words_survey.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["words_survey"] = module
+    spec.loader.exec_module(module)
+    return module.survey(module.load())
+
+
+def test_the_survey_holds_at_least_200_texts(survey):
+    assert survey["texts"] >= 200 and survey["own_class_texts"] >= 100
+
+
+@pytest.mark.parametrize("figure", sorted(FLOORS))
+def test_recognition_does_not_fall_below_the_floor(survey, figure):
+    assert survey[figure] >= FLOORS[figure], (figure, survey[figure], survey["unread"])
+
+
+def test_false_positives_do_not_grow(survey):
+    assert survey["false_positives"] <= MAX_FALSE_POSITIVES, survey["misread"]
+
+
+@pytest.mark.parametrize("number", sorted(NUMBER_FLOORS))
+def test_the_numbers_read_do_not_fall(survey, number):
+    assert survey["numbers"][number]["read"] >= NUMBER_FLOORS[number], survey["numbers"]
+
+
+def test_preemption_in_words_asks_for_more_kv_budget():
+    """vllm#25538's title: preempted requests want the KV budget UP, never down."""
+    text = "[Bug]: performance regression caused by frequently preempting and resuming a request"
+    found = diagnose(DoctorInputs(log=digest_text(text + "\n"))).findings
+    assert found and found[0].id == "kv-full-preemptions-log"
+    turns = {(a.knob, a.direction) for f in found for a in f.actions if a.knob}
+    assert ("gpu_memory_utilization", "raise") in turns
+    assert ("gpu_memory_utilization", "lower") not in turns
