@@ -308,12 +308,42 @@ def llm_call(incident: dict) -> dict | None:
     return _with(incident, command=shlex.join([*env, "python", "-c", call]))
 
 
+def command_in_log(incident: dict) -> dict | None:
+    """The command line pasted above the error (a shell prompt's `$ `), not given after --."""
+    tokens = _command_tokens(incident)
+    if not tokens or _bench().title_only(incident):
+        return None  # an issue's title is not where a command line is pasted
+    if tokens[0].startswith("-"):
+        tokens = ["vllm", "serve", *tokens]  # the flags a thread quoted, as the line typed
+    elif not (tokens[0] in ("vllm", "python", "python3") or "=" in tokens[0]):
+        return None  # another tool's line
+    log = "$ " + shlex.join(tokens) + "\n" + incident["log"]
+    return _with(incident, command=None, log=log)
+
+
+# vLLM's own version line (api_server.py, 0.10.1.1 in tests/fixtures/startup-logs), the
+# incident's release in it: how a log says the release when the thread does not.
+_VERSION_LINE = (
+    "(APIServer pid=1009) INFO 09-10 23:26:12 [api_server.py:1805] vLLM API server version "
+)
+
+
+def version_in_log(incident: dict) -> dict | None:
+    version = incident.get("vllm_version")
+    if not version or not re.match(r"v?\d+\.\d+", str(version)):
+        return None
+    line = _VERSION_LINE + str(version).lstrip("v")
+    return _with(incident, vllm_version=None, log=line + "\n" + incident["log"])
+
+
 VARIANTS: dict[str, Callable[[dict], dict | None]] = {
     "no_command": no_command,
     "no_gpus": no_gpus,
     "gpus_count": gpus_count,
     "no_model": no_model,
+    "command_in_log": command_in_log,
     "no_version": no_version,
+    "version_in_log": version_in_log,
     "neighbour_version": neighbour_version,
     **{kind: _prefixed(prefix) for kind, prefix in PREFIXES.items()},
     "wrap80_hard": _wrapped(80, words=False),

@@ -33,6 +33,8 @@ from headroom.vllm_cmd.config_file import (
     with_config_file_if_readable,
 )
 from headroom.vllm_cmd.launchers import LaunchReading, read_launch_line
+from headroom.vllm_cmd.pasted_command import command_in_text
+from headroom.vllm_cmd.shell_line import split_pasted
 
 
 class InputError(ValueError):
@@ -273,13 +275,38 @@ def read_ray_cluster(args, env: Mapping[str, str]) -> RayCluster | None:
     return live
 
 
+def _command_in_log(log, gpus: int | None, lacking: list[str]):
+    """(command, launch reading) from the command line the pasted log shows above its output
+    (vllm_cmd.pasted_command), read as a line after `--` would be; (None, None) when it has
+    none or the line cannot be read (a fragment of the user's is no input error)."""
+    line = command_in_text(getattr(log, "lines", None) or ())
+    if line is None:
+        return None, None
+    try:
+        command, note, launch = read_command(split_pasted(line), gpus=gpus)
+    except (InputError, CommandLineError):
+        return None, None
+    lacking.append(f"command line read from the log: {line[:160]}")
+    if note:
+        lacking.append(note)
+    return command, launch
+
+
 def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = None) -> DoctorInputs:
     """Read every input the arguments name; raises InputError for unreadable user input."""
     env = os.environ if env is None else env
     gpu_spec, gpu_count = read_gpus_option(args.gpus) if args.gpus else (None, None)
     given_gpus = gpu_spec.count if gpu_spec is not None else gpu_count
+    log = None
+    if args.log:
+        try:
+            log = digest_file(args.log)
+        except LogFileError as exc:
+            raise InputError(str(exc)) from exc
     command, command_note, launch = read_command(vllm_argv, gpus=given_gpus)
     lacking: list[str] = [command_note] if command_note else []
+    if not vllm_argv and log is not None:
+        command, launch = _command_in_log(log, given_gpus, lacking)
     if gpu_spec is None and gpu_count is None and not args.nvml and launch and launch.gpus:
         # the GPUs a SkyPilot task, a node selector or a Ray Serve config names, as --gpus
         # would (a kind the GPU table does not know says nothing: words may still name it)
@@ -287,12 +314,6 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
             gpu_spec = parse_gpu_spec(launch.gpus)
         except GpuSpecError:
             gpu_spec = None
-    log = None
-    if args.log:
-        try:
-            log = digest_file(args.log)
-        except LogFileError as exc:
-            raise InputError(str(exc)) from exc
     topology = None
     if args.topo:
         from headroom.probes.topology import parse_topo_text

@@ -130,6 +130,7 @@ GUARDED = (
     "vllm-project--vllm--4417",
     "bentoml--openllm--1003",
     "vllm-project--vllm--8879",
+    "vllm-project--vllm--882",
 )
 
 
