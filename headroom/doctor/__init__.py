@@ -38,6 +38,7 @@ from headroom.doctor import (
     rules_words,
     rules_words_fix,
     rules_words_output,
+    rules_words_start,
     rules_words_usage,
 )
 from headroom.doctor.context import Context
@@ -115,6 +116,7 @@ def all_rules():
         + rules_words_fix.RULES
         + rules_words_usage.RULES
         + rules_words_output.RULES
+        + rules_words_start.RULES
         + rules_hints.RULES
     )
 
