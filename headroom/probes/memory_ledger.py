@@ -133,6 +133,8 @@ _TAKE: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("kv_tokens", "kv_tokens", "min"),
     ),
     "cuda_oom": (("total_gib", "total_gib", "fill"),),
+    # V1's profile check: "Initial free memory X GiB" is the free memory the start saw
+    "memory_profiling_error": (("initial_free_gib", "free_at_start_gib", "min"),),
 }  # fmt: skip
 
 # The flags a start was given, as vLLM prints them (non-default args).

@@ -48,7 +48,8 @@ _FAILURE_RANK = {
             "dtype_unsupported", "kv_cache_dtype_unsupported", "quantization_unsupported",
             "free_memory_below_utilization", "memory_profiling_error", "max_seq_len_exceeds_kv",
             "no_cache_memory", "host_oom", "cuda_oom", "shm_full", "nccl_error", "gloo_error",
-            "graph_capture_failed", "cuda_illegal_memory", "watchdog_timeout", "config_error", "exception",
+            "graph_capture_failed", "cuda_illegal_memory", "watchdog_timeout", "config_error",
+            "environment_problem", "exception",
             "engine_core_failed", "engine_dead", "worker_died", "worker_exception", "traceback",
         ]
     )
@@ -109,6 +110,7 @@ class LogDigest:
         self._ledgers: list[LedgerBuilder] = [LedgerBuilder()]
         self._ledger_has_memory = False
         self._paragraph = Paragraph(classify_normalized)
+        self._from_source: LogEvent | None = None
 
     def feed(self, line: str) -> LogEvent | None:
         """Read one line (a trailing newline is fine); returns its event, if any."""
@@ -135,6 +137,13 @@ class LogDigest:
         return self._record_one(joined.event)
 
     def _record_one(self, event: LogEvent) -> LogEvent:
+        # A raise statement's literal stands for its error until the error's own line comes
+        source = self._from_source
+        if event.from_source:
+            self._from_source = event
+        elif source is not None and event.kind == source.kind:
+            self._retract(source)
+            self._from_source = None
         self._record(event)
         if event.kind == "kv_cache_tokens" and "concurrency" in event.fields:
             # 0.32+ says both on one line; give consumers the max_concurrency event too.

@@ -48,6 +48,9 @@ class LogEvent:
     lineno: int | None = None
     # The catalog entry that recognised it (vllm_catalog.SIGNATURES id); not part of equality.
     signature: str | None = field(default=None, compare=False)
+    # Read from a traceback's raise statement, not from the message: the message's own line,
+    # when the paste has it, replaces this event (LogDigest).
+    from_source: bool = field(default=False, compare=False)
 
 
 # "(EngineCore_DP0 pid=12) INFO 11-29 11:24:21 [core.py:133] message" (0.9+), the older
@@ -196,7 +199,9 @@ def _classify(clean: str, prefix: re.Match[str] | None, lineno: int | None) -> L
         # 'raise ValueError("...") ValueError: No available memory ...'
         joined = _JOINED_EXCEPTION.search(message)
         if joined is None:
-            return None
+            # relayed by a logger or a process tag, the line is a log's traceback frame; a bare
+            # one may be code a person quotes to discuss it
+            return None if prefix is None else _raised_literal(clean, message, by_needle, lineno)
         message = message[joined.start() + 1 :]
     if message.endswith("across cluster]"):
         message = _RAY_REPEATED.sub("", message)
@@ -225,6 +230,36 @@ def _classify(clean: str, prefix: re.Match[str] | None, lineno: int | None) -> L
         event = _first_event(lowered, lowercase_rules(message), relaxed=True)
         if event is not _NO_MATCH:
             return event
+    return None
+
+
+# A traceback's last frame quoting the raise itself, its message a literal: '(EngineCore_DP0
+# pid=223840) ERROR 10-25 13:08:43 [core.py:708]     raise ValueError("No available memory for
+# the cache blocks. "' (vllm-project/vllm#27508). A paste cut after that frame has no error
+# line; the literal is the message vLLM raised (its first words).
+_RAISE_LITERAL = re.compile(r"\s*raise\s+[A-Za-z_][\w.]*\(\s*[rRfFbBuU]{0,2}[\"'](?P<text>.+)$")
+
+
+def _raised_literal(
+    clean: str, message: str, by_needle: list[int], lineno: int | None
+) -> LogEvent | None:
+    """The event of a raised text quoted in its raise statement, None otherwise. Only texts
+    an exception carries count (a logger's text has files that print it; a generic entry
+    matches any error), read with their numbers optional: a literal holds none."""
+    raised = _RAISE_LITERAL.match(message)
+    if raised is None:
+        return None
+    text = raised.group("text")
+    line = _Line(clean, text, None, -1, lineno, bare=True)
+    for number in by_needle:
+        rule = RULES[number]
+        if rule.generic or rule.printed_by or rule.kind is None:
+            continue
+        at = min((i for needle in rule.needles if (i := text.find(needle)) >= 0), default=-1)
+        event = _event(rule, line, at, relaxed=True)
+        if event is not _NO_MATCH and event is not None:
+            # a literal's "{error_str}" is no number: the event says the kind alone
+            return LogEvent(event.kind, event.severity, clean, {}, lineno, rule.id, True)
     return None
 
 

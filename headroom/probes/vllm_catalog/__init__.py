@@ -31,6 +31,7 @@ from headroom.probes.vllm_catalog import (
     config_checks,
     environment,
     failures,
+    field,
     limits,
     loading,
     multinode,
@@ -66,7 +67,7 @@ def _with_provenance(sig: Signature) -> Signature:
 
 
 _ENTRIES = (
-    *client.ENTRIES, *startup.ENTRIES, *parallel.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES,
+    *client.ENTRIES, *field.ENTRIES, *startup.ENTRIES, *parallel.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES,
     *loading.ENTRIES, *environment.ENTRIES, *failures.ENTRIES,
     *multinode.ENTRIES, *runtime.ENTRIES, *comms.ENTRIES
 )  # fmt: skip

@@ -119,7 +119,7 @@ ENTRIES: tuple[S, ...] = (
     # --- parallel sizes and heads -----------------------------------------------------------
     S("heads_not_divisible", "heads_not_divisible", "error", ("must be divisible by tensor parallel size",),
       r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by tensor parallel size \((?P<tp>\d+)\)",
-      origin="raise", probe=("must be divisible by tensor parallel size",), fields=("heads", "tp"),
+      require_match=False, origin="raise", probe=("must be divisible by tensor parallel size",), fields=("heads", "tp"),
       feeds="tp-heads-not-divisible",
       examples=("ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).",
                 "  Value error, Total number of attention heads (4) must be divisible by tensor parallel size (3). "
@@ -251,7 +251,7 @@ ENTRIES: tuple[S, ...] = (
     S("quantization_mismatch", "quantization_mismatch", "error",
       ("does not match the quantization method specified in the",),
       r"model config \((?P<checkpoint_method>[^)]+)\) does not match the quantization method specified in the "
-      r"`quantization` argument \((?P<method>[^)]+)\)", origin="raise",
+      r"`?quantization`? argument \((?P<method>[^)]+)\)", origin="raise",
       probe=("does not match the quantization method specified in the",), fields=("checkpoint_method", "method"),
       feeds="quantization-mismatch: drop --quantization (the checkpoint names its own method)",
       examples=("ValueError: Quantization method specified in the model config (gptq) does not match the "

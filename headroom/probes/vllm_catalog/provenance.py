@@ -36,6 +36,61 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         ('logger.py', 'request_logger.py'),
     ),
+    'model_inspection_failed': (
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.6.4.post1: vllm/model_executor/models/registry.py:297',
+        ),
+        ('registry.py',),
+    ),
+    'engine_core_proc_died': (
+        ('0.10.2', '0.11.0', '0.14.1', '0.17.1'),
+        (
+            '0.10.2: vllm/v1/engine/core_client.py:565',
+        ),
+        ('core_client.py',),
+    ),
+    'pp_needs_async_engine': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
+        (
+            '0.5.5: vllm/engine/llm_engine.py:1304',
+        ),
+        (),
+    ),
+    'weight_shape_mismatch': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/model_executor/model_loader/weight_utils.py:530',
+        ),
+        (),
+    ),
+    'max_tokens_below_one': (
+        ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.2.7: vllm/sampling_params.py:188',
+        ),
+        (),
+    ),
+    'backend_fp8_kv_not_yet': (
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.8.5: vllm/attention/backends/cpu_mla.py:233, vllm/attention/backends/flashmla.py:213, vllm/attention/backends/hpu_attn.py:168, vllm/attention/backends/triton_mla.py:64',
+            '0.9.2: vllm/attention/backends/cpu_mla.py:235, vllm/attention/backends/flashmla.py:215, vllm/attention/backends/hpu_attn.py:172, vllm/attention/backends/triton_mla.py:66',
+            '0.10.2: vllm/attention/backends/flashmla.py:209, vllm/attention/backends/triton_mla.py:62, vllm/v1/attention/backends/mla/flashattn_mla.py:219, vllm/v1/attention/backends/mla/flashinfer_mla.py:74',
+            '0.11.0: vllm/v1/attention/backends/mla/flashattn_mla.py:217, vllm/v1/attention/backends/mla/triton_mla.py:70',
+            '0.20.2: vllm/v1/attention/backends/mla/flashattn_mla.py:306',
+        ),
+        (),
+    ),
+    'backend_refuses_kv_dtype': (
+        ('0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.14.1: vllm/v1/attention/backend.py:230',
+            '0.25.1: vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py:123, vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py:127, vllm/v1/attention/backend.py:332, vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py:206',
+            '0.32.0: vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py:163, vllm/models/deepseek_v4/nvidia/flashinfer_sparse.py:167, vllm/models/deepseek_v41/nvidia/flashinfer_sparse.py:160, vllm/models/deepseek_v41/nvidia/flashinfer_sparse.py:164',
+        ),
+        (),
+    ),
     'server_version': (
         ('0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (

@@ -30,7 +30,7 @@ ENTRIES: tuple[S, ...] = (
       examples=("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
                 "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=134217728, NumelOut=134217728, Timeout(ms)=600000) "
                 "ran for 600059 milliseconds before timing out.",)),
-    S("rpc_timeout", "watchdog_timeout", "error", ("timed out.",), r"RPC call to (?P<method>\S+) timed out",
+    S("rpc_timeout", "watchdog_timeout", "error", ("RPC call to",), r"RPC call to (?P<method>\S+) timed out",
       origin="raise", probe=("RPC call to",), fields=("method",), feeds="watchdog-timeout (executor RPC, TP > 1)",
       examples=("TimeoutError: RPC call to execute_model timed out.",)),
     S("shm_broadcast_wait", "shm_broadcast_wait", "warning", ("No available shared memory broadcast block",),
@@ -49,7 +49,7 @@ ENTRIES: tuple[S, ...] = (
       feeds=NOT_CONFIG + ": a kernel bug; upgrade vLLM, or --enforce-eager to rule out CUDA graphs",
       examples=("RuntimeError: CUDA error: an illegal memory access was encountered",)),
     S("pynccl_error", "nccl_error", "error", ("NCCL error", "NCCL Error", "unhandled system error", "unhandled cuda error"),
-      r"(?:NCCL [Ee]rror:? (?P<reason>[^(]+?)(?: \(run with|\s*$)|(?P<reason2>unhandled (?:system|cuda) error))",
+      r"(?:NCCL [Ee]rror:? (?P<reason>[^(]+?)(?: \(run with|, Traceback|\s*$)|(?P<reason2>unhandled (?:system|cuda) error))",
       "nccl_error", origin="raise", probe=("NCCL error",), fields=("reason",), feeds="nccl-error (/dev/shm, IPC_LOCK, NCCL env)",
       examples=("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
                 "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
@@ -66,6 +66,7 @@ ENTRIES: tuple[S, ...] = (
       feeds="topology: inter-node traffic over sockets",
       examples=("gpu1:1234:1234 [0] NCCL INFO NET/IB : No device found.",)),
     S("nccl_warn", "nccl_warn", "warning", ("NCCL WARN",), r"NCCL WARN (?P<message>.*)$", origin="nccl",
+      generic=True,  # any NCCL warning: a specific NCCL text, even cut, is worth more
       library="NCCL", fields=("message",), feeds="nccl-warn (evidence; P2P between PCIe GPUs: NCCL_P2P_DISABLE=1)",
       examples=("transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two "
                 "devices'",)),
