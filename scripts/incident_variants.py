@@ -330,8 +330,8 @@ _VERSION_LINE = (
 
 def version_in_log(incident: dict) -> dict | None:
     version = incident.get("vllm_version")
-    if not version or not re.match(r"v?\d+\.\d+", str(version)):
-        return None
+    if not version or not re.match(r"v?\d+\.\d+", str(version)) or _bench().title_only(incident):
+        return None  # (an issue's title is no log with a version line above it)
     line = _VERSION_LINE + str(version).lstrip("v")
     return _with(incident, vllm_version=None, log=line + "\n" + incident["log"])
 

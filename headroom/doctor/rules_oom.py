@@ -68,6 +68,13 @@ def _without_finished_bars(around: str) -> str:
     return around
 
 
+# Lines before an OOM that say nothing about where the start-up was: the server's version
+# line, printed before the engine exists ("vLLM API server version %s", api_server.py
+# 0.4.3-0.17.1; "vLLM server version %s, serving model %s", entrypoints/common/startup.py
+# 0.33.0), the catalog's server_version.
+_NO_PHASE = frozenset({"server_version"})
+
+
 def _paragraph(ctx, event: LogEvent) -> str:
     """The event's line with the lines of its paragraph before it (no blank line between):
     a person's sentence wrapped at 80 columns names its cause a line or two above the OOM."""
@@ -132,7 +139,7 @@ def oom_phase(ctx, event: LogEvent) -> str:
         words = _without_finished_bars(around)
         if "load" in words or "weight" in words:
             return "weights"
-        if not before:
+        if not [e for e in before if e.signature not in _NO_PHASE]:
             # A bare OOM line: nothing says where. The table's order for a CUDA OOM applies
             # (lower utilization, eager, fewer batched tokens); TP only when the memory
             # model says the weights alone do not fit (weights_alone, below).

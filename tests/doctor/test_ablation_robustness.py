@@ -131,6 +131,7 @@ GUARDED = (
     "bentoml--openllm--1003",
     "vllm-project--vllm--8879",
     "vllm-project--vllm--882",
+    "vllm-project--vllm-ascend--5020",
 )
 
 
@@ -206,3 +207,14 @@ def test_a_frame_whose_path_a_terminal_cut_is_still_read():
     for text in (MLLAMA_FRAME, cut):
         top = diagnose(DoctorInputs(log=text + "\n")).findings[0]
         assert top.id == "release-default-max-num-seqs-encoder-trace"
+
+
+# tests/fixtures/startup-logs (dennislee22, vLLM 0.10.1.1): the server's version line.
+VERSION_LINE = (
+    "(APIServer pid=1009) INFO 09-10 23:26:12 [api_server.py:1805] vLLM API server version 0.10.1.1"
+)
+
+
+def test_the_servers_version_line_does_not_place_an_oom():
+    argv = ["vllm", "serve", "some-org/some-model"]
+    assert _top(VERSION_LINE + "\n" + OOM, argv).id == _top(OOM, argv).id == "cuda-oom-unknown"
