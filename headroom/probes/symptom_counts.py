@@ -54,9 +54,10 @@ _NAMED_COUNT = re.compile(
     _IA,
 )
 # A count times a size times a GPU, or a GPU then a count times its size: "8*80G A100"
-# (GAIR-NLP/auto-j#13), "H800 1*80G" (vllm#6737), "2x 24GB 4090".
+# (GAIR-NLP/auto-j#13), "H800 1*80G" (vllm#6737), "2x 24GB 4090", "2x11gb gpu" (vllm#18478).
 _TIMES_SIZE = re.compile(
-    rf"(?<![\w.])(\d{{1,2}})\s*[x×*]\s*\d{{1,3}}\s*(?:G|GB|GiB)\s*(?:的)?\s*{GPU_NAME}|"
+    rf"(?<![\w.])(\d{{1,2}})\s*[x×*]\s*\d{{1,3}}\s*(?:G|GB|GiB)\s*(?:的)?\s*"
+    rf"(?:{GPU_NAME}|GPUs?\b|cards?\b|显卡|卡)|"
     rf"{GPU_NAME}\s*[(（]?\s*(\d{{1,2}})\s*[x×*]\s*\d{{1,3}}\s*(?:G|GB|GiB)(?![A-Za-z])",
     _IA,
 )

@@ -105,7 +105,7 @@ _WORKS_EAGER = re.compile(
 )
 _NEGATED = re.compile(r"\b(?:not|n't|never|no longer|still\s+fails?)\s*$|不$|没$", _IA)
 _MEMORY_SHORT = re.compile(
-    r"显存(?:较少|少|小|不足|不够|有限|太小|不大)|爆显存|\bless\s+(?:GPU\s+)?(?:memory|VRAM)|"
+    r"显存(?:较少|少|小|不足|不够|有限|太小|不大|炸了|爆了)|爆显存|\bless\s+(?:GPU\s+)?(?:memory|VRAM)|"
     r"\b(?:small|smaller|limited|low)\s+(?:GPU\s+memory|VRAM)\b|\bnot\s+enough\s+(?:GPU\s+memory|VRAM)|"
     r"(?<![\w-])OOM|out\s+of\s+memory|\bdoes(?:n't|\s+not)\s+fit|放不下|装不下",
     _IA,

@@ -70,7 +70,9 @@ GPU_NAME = (
     rf"(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?(?:{_DATACENTER}|{_GEFORCE})(?:s\b)?(?![A-Za-z0-9_.])"
 )
 _GPU_NAME = re.compile(
-    rf"(?:(?<![A-Za-z0-9_.-])|(?<=\d[xX×*]))(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?({_DATACENTER}|{_GEFORCE})(?:s\b)?"
+    # ("4块GPU3090": the word GPU glued to the number, dhcode-cpp/X-R1#38)
+    rf"(?:(?<![A-Za-z0-9_.-])|(?<=\d[xX×*])|(?<=GPU)|(?<=gpu))(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?"
+    rf"({_DATACENTER}|{_GEFORCE})(?:s\b)?"
     r"(?![A-Za-z0-9_.])",
     _IA,
 )
@@ -80,6 +82,8 @@ _MEMORY_WORD = r"(?:显存|显卡|VRAM|vram|GPUs?|gpus?|cards?|graphics\s+cards?
 _MEMORY = re.compile(
     # "24GB VRAM", "16gb gpu", "24G显存", "24G的显存", "80G的显卡", "48GB 显存"
     rf"{_SIZE}\s*(?:的)?\s*(?:of\s+)?{_MEMORY_WORD}|"
+    # a count times the size: "2x11gb gpu" (vllm#18478), "4*24G显卡"
+    rf"(?<=\d[xX×*])(\d{{1,3}}(?:\.\d)?)\s*(?:G|GB|GiB)(?![A-Za-z])\s*(?:的)?\s*{_MEMORY_WORD}|"
     # "显存24G", "显存为 24GB", "VRAM: 24GB", "GPU memory of 24 GB", "24564MiB" is not read
     rf"(?:显存|VRAM|GPU\s+memory|video\s+memory)\s*(?:为|是|只有|仅|:|：|of|is)?\s*{_SIZE}|"
     # a size said not to be enough, in a sentence about GPU memory: "到底需要多大显存？16G都不够"

@@ -51,7 +51,8 @@ _OOM_PHRASES = (
     rf"(?:{_GPU_MEMORY})\s+(?:is\s+|was\s+)?(?:not\s+enough|insufficient|exhausted)",
     # Chinese: 显存 is the GPU's own memory ("显存不足", "显存爆了", "显存增加直到溢出", "爆显存");
     # 内存 is host memory unless CUDA / GPU / 显卡 says whose ("CUDA内存不足").
-    r"显存[^。，,.;；:：!！?？\n]{0,8}?(?:不足|不够|溢出|爆|耗尽|占满|满了)|爆显存|"
+    # ("显存炸了", "blew up": opendatalab/MinerU#3992)
+    r"显存[^。，,.;；:：!！?？\n]{0,8}?(?:不足|不够|溢出|爆|炸|耗尽|占满|满了)|爆显存|炸显存|"
     r"(?:CUDA|GPU|显卡)\s*内存(?:不足|不够|溢出|耗尽)",
     # a GPU's size said not to be enough: "16G都不够" (QwenLM/Qwen3-VL#1224), "24GB is not
     # enough" (a size of RAM is host memory: _HOST_MEMORY rules the line out)

@@ -143,6 +143,16 @@ def test_counts_and_sizes_as_written():
     assert sixteen.gpu_memory_gib == 16.0
 
 
+def test_blown_up_memory_and_sizes_glued_to_counts():
+    assert symptom_of_line(field("显存炸了")).kind == "cuda_oom"  # opendatalab/MinerU#3992
+    glued = facts_of_text(
+        field("[Bug]: OOM on loading model despite having enough VRAM (16gb model on 2x11gb gpu)")
+    )  # vllm#18478
+    assert (glued.gpu_counts, glued.gpu_memory_gib) == ((2,), 11.0)
+    named = facts_of_text(field("3B用4块GPU3090训练时，vllm报显存不足"))  # dhcode-cpp/X-R1#38
+    assert (named.gpu_counts, named.gpu_names) == ((4,), ("3090",))
+
+
 def test_a_device_list_names_the_gpus_one_of_which_works():
     text = field(
         "same request. when I use `CUDA_VISIBLE_DEVICES=0,1` to load the model, but only the "
