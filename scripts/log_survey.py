@@ -166,7 +166,8 @@ def render(readings: list[Reading], *, misread: bool) -> str:
 
 
 def main(argv: list[str]) -> int:
-    args = [a for a in argv if not a.startswith("--")]
+    out_at = argv.index("--json") + 1 if "--json" in argv else -1
+    args = [a for i, a in enumerate(argv) if not a.startswith("--") and i != out_at]
     path = Path(args[0]) if args else DEFAULT
     readings = survey(load(path), doctor="--doctor" in argv)
     print(render(readings, misread="--misread" in argv))

@@ -156,9 +156,16 @@ def max_model_len_above_derived(ctx) -> list[Finding]:
     if found is None:
         return []
     fields, line = found
-    text = " ".join(ctx.raw_lines[-400:])
-    if "WARNING" in line or "extreme caution" in line or "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in text:
-        # With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (0.5.4+) vLLM only warns and starts: not a cause.
+    # With VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (0.5.4+) vLLM only warns ("<msg> <warning>") and
+    # starts: not a cause. The error says the same caution after "To allow overriding this
+    # maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1." (config.py 0.5.4-0.33.0).
+    refused = "To allow overriding this maximum" in line
+    text = " ".join(ctx.raw_lines[-400:]).replace(
+        "set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", ""
+    )
+    if not refused and ("WARNING" in line or "extreme caution" in line):
+        return []
+    if "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in text:
         return []
     asked = int(fields["len"])
     derived = fields.get("derived")

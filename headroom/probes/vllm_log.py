@@ -10,6 +10,7 @@ terminal or a paste wrapped over several lines is read whole (vllm_log_wrap).
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ _FAILURE_RANK = {
 
 
 _START_KINDS = ("version", "non_default_args")
+# A logging system's timestamp at the start of a raw line ("2024-06-25 16:32:00,563 ...",
+# xorbitsai/inference#1715): the line is a record of its own, never a wrap's continuation.
+_STAMPED = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
 _MAX_LEDGERS = 16
 
 
@@ -118,7 +122,8 @@ class LogDigest:
         clean = normalize_line(line)
         self.lines.append(clean)
         event = classify_normalized(clean, self.line_count)
-        joined = self._paragraph.add(clean, self.line_count, event)
+        stamped = line[:1].isdigit() and _STAMPED.match(line) is not None
+        joined = self._paragraph.add(clean, self.line_count, event, record=stamped)
         if joined is None:
             return None if event is None else self._record_one(event)
         # The line continues a wrapped message and the whole says more than its parts: the

@@ -69,9 +69,13 @@ class Paragraph:
         self.lines = 0
         self.event: LogEvent | None = None  # what the paragraph was last read as
 
-    def add(self, clean: str, lineno: int, event: LogEvent | None) -> Joined | None:
+    def add(
+        self, clean: str, lineno: int, event: LogEvent | None, *, record: bool = False
+    ) -> Joined | None:
         """Take the next (normalised) line and its own reading; returns the whole message's
-        reading when the line continues the paragraph and the whole says more."""
+        reading when the line continues the paragraph and the whole says more. `record`: the
+        raw line began with a timestamp (normalised away): a logging system's new record, which
+        no terminal wrap produces."""
         head = clean[:5]
         if head[:1] == "(" and clean.find("pid=", 0, 72) > 0 or head == "[rank":
             # vLLM's own lines (a process tag, [rankN]): the common case, kept cheap; whether
@@ -84,7 +88,7 @@ class Paragraph:
         if not clean or clean.isspace():
             self.text = None
             return None
-        if self.text is None or not self._continues(clean):
+        if self.text is None or record or not self._continues(clean):
             self._start(clean, lineno, event)
             return None
         joined, found = self._read_joined(clean)

@@ -167,3 +167,48 @@ def test_the_survey_prints_its_figures(capsys):
     out = capsys.readouterr().out
     assert "coverage (recognised at all):" in out and "right family:" in out
     json.dumps(survey.figures(survey.survey(list(EXCERPTS.values()))))  # plain data
+
+
+def test_the_refusal_of_a_long_max_model_len_lowers_it_though_it_names_the_caution():
+    """EvolvingLMMs-Lab/LongVT#9: 0.5.4+ raise 'To allow overriding this maximum, set the env
+    var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme
+    caution. ...' (config.py; vllm/config/__init__.py:2943 at 0.10.2): the error, not the
+    warning vLLM prints instead when the variable is set (logger.warning_once('%s %s', msg,
+    warning): the same words without 'To allow overriding this maximum')."""
+    findings = diagnose(
+        DoctorInputs(log=digest_text(_text("evolvinglmms-lab--longvt--9")))
+    ).findings
+    top = next(f for f in findings if f.id == "max-model-len-above-derived")
+    assert [(a.knob, a.direction, a.value) for a in top.actions] == [
+        ("max_model_len", "lower", 32768)
+    ]
+    warned = (  # the warning_once form: msg + warning, as 0.10.2 config/__init__.py:2941 prints it
+        "WARNING 10-01 00:00:00 [__init__.py:2941] User-specified max_model_len (131072) is greater than "
+        "the derived max_model_len (max_position_embeddings=32768 or model_max_length=None in model's "
+        "config.json). VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses "
+        "relative position encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the "
+        "model uses absolute position encoding, positions exceeding derived_max_model_len will cause a CUDA "
+        "array out-of-bounds error."
+    )
+    findings = diagnose(DoctorInputs(log=digest_text(warned))).findings
+    assert not any(f.id == "max-model-len-above-derived" for f in findings)
+
+
+def test_a_timestamped_line_is_a_record_of_its_own_not_a_wrap():
+    """xorbitsai/inference#1715: xinference's logger repeats the error on a line of its own
+    behind '2024-06-25 16:32:00,563 '; no terminal wrap starts with a timestamp."""
+    failures = digest_text(_text("xorbitsai--inference--1715")).facts().failures
+    # each record is read alone: none ends in the next one's start ("context size.xinference")
+    assert failures and all("size.xinference" not in str(e.fields.get("message")) for e in failures)
+    assert failures[0].fields["derived_max_model_len"] == 2048
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=120), st.text(max_size=120))
+def test_a_stamped_line_never_joins_the_line_before(first, second):
+    """Property: whatever two lines say, a second line that starts with a timestamp is read as
+    it reads alone (its own event or none), never as the first one's continuation."""
+    stamped = "2024-06-25 16:32:00,563 " + second.replace("\n", " ").replace("\r", " ")
+    alone = digest_text(stamped).events
+    both = digest_text(first.replace("\n", " ").replace("\r", " ") + "\n" + stamped).events
+    assert [e.kind for e in both if e.lineno == 2] == [e.kind for e in alone]
