@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +30,37 @@ for path in (ROOT, ROOT / "scripts"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from incident_variants import VARIANTS, _bench  # noqa: E402  (a script beside this one)
+# scripts beside this one
+import incident_variants as V  # noqa: E402
+import incident_variants_cmd as C  # noqa: E402
+from incident_variants import _bench  # noqa: E402
+
+VARIANTS: dict[str, Callable[[dict], dict | None]] = {
+    "no_command": V.no_command,
+    "command_in_log": C.command_in_log,
+    "no_gpus": V.no_gpus,
+    "gpus_count": V.gpus_count,
+    "gpus_nvml_name": V.gpus_nvml_name,
+    "no_model": C.no_model,
+    "model_local_path": C.model_local_path,
+    "no_version": V.no_version,
+    "neighbour_version": V.neighbour_version,
+    "version_spelled": V.version_spelled,
+    "version_in_log": V.version_in_log,
+    **{kind: V.prefixed(prefix) for kind, prefix in V.PREFIXES.items()},
+    "tp_workers_repeat": V.tp_workers_repeat,
+    "wrap80_hard": V.wrapped(80, words=False),
+    "wrap80_words": V.wrapped(80, words=True),
+    "fenced": V.fenced,
+    "traceback_cut": V.traceback_cut,
+    "info_around": V.info_around,
+    "tqdm_before": V.tqdm_before,
+    "flags_eq": C.flag_variant("eq"),
+    "flags_underscore": C.flag_variant("underscore"),
+    "llm_call": C.llm_call,
+    "as_api_server": C.as_api_server,
+    "as_docker": C.as_docker,
+}
 
 DECIDING_ARGS = (
     "model",
@@ -90,7 +121,7 @@ def evidence_dropped(kind: str, incident: dict) -> str | None:
             return None
         return "the release decides, and only the incident said it"
     if kind == "traceback_cut":
-        rest = VARIANTS[kind](incident)
+        rest = V.traceback_cut(incident)
         if rest is not None and not re.search(r"(?:Error|Exception|Warning)\b", rest["log"]):
             return "the traceback's frames were all the log said"
     return None

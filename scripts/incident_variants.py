@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import re
-import shlex
 import sys
 import textwrap
 from collections.abc import Callable
@@ -108,7 +107,7 @@ _PROCESS_TAG = re.compile(
 _NCCL_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL")
 
 
-def _prefixed(prefix: str) -> Callable[[dict], dict | None]:
+def prefixed(prefix: str) -> Callable[[dict], dict | None]:
     """Every line of the process's output behind `prefix` instead of its own process tag; a
     logger header (ERROR 04-17 ... [engine.py:448]) replaces the line's own header too."""
 
@@ -135,7 +134,7 @@ def _prefixed(prefix: str) -> Callable[[dict], dict | None]:
     return variant
 
 
-def _wrapped(width: int, words: bool) -> Callable[[dict], dict | None]:
+def wrapped(width: int, words: bool) -> Callable[[dict], dict | None]:
     def variant(incident: dict) -> dict | None:
         if _bench().title_only(incident) or all(len(x) <= width for x in _lines(incident["log"])):
             return None  # an issue title is one line wherever it is shown
@@ -177,10 +176,14 @@ def traceback_cut(incident: dict) -> dict | None:
 
 
 def info_around(incident: dict) -> dict | None:
+    if _bench().title_only(incident):
+        return None  # an issue's title is not inside a log
     return _with(incident, log="\n".join([*INFO_LINES, incident["log"], INFO_LINES[0]]))
 
 
 def tqdm_before(incident: dict) -> dict | None:
+    if _bench().title_only(incident):
+        return None  # an issue's title is not inside a log
     return _with(incident, log="\n".join([*TQDM_LINES, incident["log"]]))
 
 
@@ -206,40 +209,6 @@ def gpus_count(incident: dict) -> dict | None:
     return _with(incident, gpus=str(count))
 
 
-def _command_tokens(incident: dict) -> list[str] | None:
-    try:
-        return shlex.split(incident["command"]) if incident.get("command") else None
-    except ValueError:
-        return None
-
-
-def no_model(incident: dict) -> dict | None:
-    """The model left out of the command line (the thread names it nowhere else)."""
-    tokens = _command_tokens(incident)
-    if not tokens:
-        return None
-    from headroom.vllm_cmd.command import CommandLineError, parse_command
-
-    try:
-        cmd = parse_command(tokens, strict=False)
-    except CommandLineError:
-        return None
-    if cmd.model is None:
-        return None
-    out, skip = [], False
-    for k, tok in enumerate(tokens):
-        if skip:
-            skip = False
-            continue
-        if tok == "--model" and k + 1 < len(tokens):
-            skip = True
-            continue
-        if tok.startswith("--model=") or tok == cmd.model:
-            continue
-        out.append(tok)
-    return _with(incident, command=shlex.join(out), model=None)
-
-
 def no_version(incident: dict) -> dict | None:
     return _with(incident, vllm_version=None) if incident.get("vllm_version") else None
 
@@ -254,71 +223,6 @@ def neighbour_version(incident: dict) -> dict | None:
     major, minor, patch = (int(g) if g else 0 for g in found.groups())
     patch = patch - 1 if patch > 0 else 1
     return _with(incident, vllm_version=f"{major}.{minor}.{patch}")
-
-
-def _flag_variant(form: str) -> Callable[[dict], dict | None]:
-    """Each known valued flag re-spelled: `--flag=value` or `--flag_with_underscores`."""
-
-    def variant(incident: dict) -> dict | None:
-        tokens = _command_tokens(incident)
-        if not tokens:
-            return None
-        from headroom.vllm_cmd.flags import lookup_option
-
-        out, changed, k = [], False, 0
-        while k < len(tokens):
-            tok = tokens[k]
-            spec = lookup_option(tok) if tok.startswith("--") and "=" not in tok else None
-            if spec is not None and tok.startswith("--"):
-                if form == "eq" and spec.kind == "value" and k + 1 < len(tokens):
-                    out.append(f"{tok}={tokens[k + 1]}")
-                    k, changed = k + 2, True
-                    continue
-                if form == "underscore" and "-" in tok[2:]:
-                    out.append("--" + tok[2:].replace("-", "_"))
-                    k, changed = k + 1, True
-                    continue
-            out.append(tok)
-            k += 1
-        return _with(incident, command=shlex.join(out)) if changed else None
-
-    return variant
-
-
-def llm_call(incident: dict) -> dict | None:
-    """The command line as Python: `LLM(model=..., tensor_parallel_size=2, ...)`."""
-    tokens = _command_tokens(incident)
-    if not tokens:
-        return None
-    from headroom.vllm_cmd.command import CommandLineError, parse_command
-
-    env = [t for t in tokens if re.match(r"^[A-Z_][A-Z0-9_]*=", t)]
-    try:
-        cmd = parse_command([t for t in tokens if t not in env], strict=False)
-    except CommandLineError:
-        return None
-    launcher = " ".join(cmd.launcher)
-    if cmd.launcher and "vllm" not in launcher:
-        return None  # another tool's line: its own flags are not vLLM's keyword arguments
-    args = cmd.engine_args()
-    if not args:
-        return None
-    kwargs = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    call = f"from vllm import LLM; llm = LLM({kwargs})"
-    return _with(incident, command=shlex.join([*env, "python", "-c", call]))
-
-
-def command_in_log(incident: dict) -> dict | None:
-    """The command line pasted above the error (a shell prompt's `$ `), not given after --."""
-    tokens = _command_tokens(incident)
-    if not tokens or _bench().title_only(incident):
-        return None  # an issue's title is not where a command line is pasted
-    if tokens[0].startswith("-"):
-        tokens = ["vllm", "serve", *tokens]  # the flags a thread quoted, as the line typed
-    elif not (tokens[0] in ("vllm", "python", "python3") or "=" in tokens[0]):
-        return None  # another tool's line
-    log = "$ " + shlex.join(tokens) + "\n" + incident["log"]
-    return _with(incident, command=None, log=log)
 
 
 # vLLM's own version line (api_server.py, 0.10.1.1 in tests/fixtures/startup-logs), the
@@ -336,23 +240,32 @@ def version_in_log(incident: dict) -> dict | None:
     return _with(incident, vllm_version=None, log=line + "\n" + incident["log"])
 
 
-VARIANTS: dict[str, Callable[[dict], dict | None]] = {
-    "no_command": no_command,
-    "no_gpus": no_gpus,
-    "gpus_count": gpus_count,
-    "no_model": no_model,
-    "command_in_log": command_in_log,
-    "no_version": no_version,
-    "version_in_log": version_in_log,
-    "neighbour_version": neighbour_version,
-    **{kind: _prefixed(prefix) for kind, prefix in PREFIXES.items()},
-    "wrap80_hard": _wrapped(80, words=False),
-    "wrap80_words": _wrapped(80, words=True),
-    "fenced": fenced,
-    "traceback_cut": traceback_cut,
-    "info_around": info_around,
-    "tqdm_before": tqdm_before,
-    "flags_eq": _flag_variant("eq"),
-    "flags_underscore": _flag_variant("underscore"),
-    "llm_call": llm_call,
-}
+def gpus_nvml_name(incident: dict) -> dict | None:
+    """--gpus with the GPU's name as nvidia-smi prints it (`NVIDIA GeForce RTX 3090`)."""
+    found = re.fullmatch(r"(\d+)x([^:]+)(:.*)?", incident.get("gpus") or "")
+    if not found or found.group(2) == "GPU":
+        return None
+    name = found.group(2)
+    vendor = "NVIDIA GeForce " if re.match(r"RTX ?\d", name) else "NVIDIA "
+    gpus = f"{found.group(1)}x{vendor}{name}{found.group(3) or ''}"
+    return _with(incident, gpus=gpus)
+
+
+def version_spelled(incident: dict) -> dict | None:
+    """The release as a tag or an image names it: `v0.6.3`."""
+    version = str(incident.get("vllm_version") or "")
+    if not re.match(r"\d+\.\d+", version):
+        return None
+    return _with(incident, vllm_version="v" + version)
+
+
+def tp_workers_repeat(incident: dict) -> dict | None:
+    """Each line of the output as two TP workers print it (vLLM 0.6's multiproc workers tag
+    their lines; tests/fixtures/gpu-startup-logs)."""
+    if not log_like(incident):
+        return None
+    out = []
+    for line in _lines(incident["log"]):
+        bare = _PROCESS_TAG.sub("", line, count=1)
+        out.extend([line, "(VllmWorkerProcess pid=3230) " + bare] if line.strip() else [line])
+    return _with(incident, log="\n".join(out))

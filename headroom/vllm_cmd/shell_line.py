@@ -32,6 +32,9 @@ _CONTROL = {"&&", "||", ";", "|", "&", "|&", ";;", NEWLINE}
 # `>log`, `2>&1`, `&>log`, `1>>x`, `<in`: redirections glued to their target.
 _REDIRECT_GLUED = re.compile(r"(\d*|&)(>>?|<)(&?\S+)")
 _REDIRECT_ALONE = re.compile(r"(\d*|&)(>>?|<)&?")
+# `<model>`, `<path/to/weights>`: a placeholder a thread writes for its own value (a quoted
+# token, as pasted lines quote it), not input redirected from a file named `model>`.
+_PLACEHOLDER = re.compile(r"<[^<>\s]+>")
 # Wrappers that run the rest of the line, and which of their options take a value.
 _WRAPPERS: dict[str, set[str]] = {
     "nohup": set(),
@@ -213,7 +216,11 @@ def _without_redirections(words: list[str]) -> list[str]:
         if _REDIRECT_ALONE.fullmatch(word):
             skip_next = not word.endswith("&")  # `2>&` then `1`: rare; `>` then its file
             continue
-        if _REDIRECT_GLUED.fullmatch(word) and not word.startswith("-"):
+        if (
+            _REDIRECT_GLUED.fullmatch(word)
+            and not word.startswith("-")
+            and not _PLACEHOLDER.fullmatch(word)
+        ):
             continue
         kept.append(word)
     return kept

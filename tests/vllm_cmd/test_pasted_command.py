@@ -81,3 +81,17 @@ def test_the_doctor_reads_the_pasted_line_as_the_command(tmp_path, capsys):
     # the line's --gpu_memory_utilization 1 is in force: no room for the CUDA context
     ids = [f["id"] for f in doc["findings"]]
     assert "preflight-utilization-above-free" in ids
+
+
+def test_a_placeholder_is_a_value_not_a_redirection():
+    """vllm-project/vllm#57475 wrote its model as `<model>`; the same line behind the API
+    server's `--model <model>` must read, while a real `< file` still goes."""
+    from headroom.vllm_cmd.shell_line import command_segments, split_pasted
+
+    line = "python -m vllm.entrypoints.openai.api_server --model <model> --max-model-len 124000"
+    (segment,) = command_segments(split_pasted(line + " < prompts.txt > out.log"))
+    assert segment.words[-4:] == ("--model", "<model>", "--max-model-len", "124000")
+    from headroom.cli.doctor_inputs import read_command
+
+    command, _, _ = read_command(split_pasted(line))
+    assert command is not None and command.get("max_model_len") == 124000
