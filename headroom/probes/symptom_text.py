@@ -10,8 +10,9 @@ real line whose phase the log does not say:
   -> a `cuda_oom` event, as PyTorch's "CUDA out of memory" line gives;
 - too little KV cache in words ("not enough KV cache", "KV cache too small")
   -> a `no_cache_memory` event, as vLLM's "No available memory for the cache blocks" gives.
-- requests preempted in words ("frequently preempting", "Preemptions detected", "被抢占")
-  -> a `preemption` warning, as the scheduler's "is preempted by PreemptionMode" gives.
+- requests preempted, or the KV cache full under load, in words ("frequently preempting",
+  "被抢占", "GPU KV cache usage: 100.0%以后就卡住") -> a `preemption` warning, as the
+  scheduler's "is preempted by PreemptionMode" gives.
 
 A hang is not recognised: it has no one cause (NCCL, Ray, loading, compiling) and so no
 knob the table would turn for it.
@@ -77,9 +78,19 @@ _KV_PHRASES = (
 # to be increased", tenstorrent/tt-xla#5864; "请求被抢占"): vLLM preempts a request when the KV
 # cache has no block left for it, the event its scheduler's warning gives. The flag
 # (--preemption-mode, preemption_mode) is a setting, not the symptom.
+# A KV cache said to be full under load is the same state: the scheduler preempts or queues
+# requests once no block is free ("GPU KV cache usage: 100.0%以后就卡住", vllm#1206; "Hitting
+# close to 100% cache causes spike in waiting and kills throughput", vllm#23444; "GPU KV cache
+# usage持续升高一直接近100%", vllm#27073). The usage is the figure vLLM's stats line prints.
+_KV_USE = r"KV[ -]?cache(?:\s+(?:usage|useage|utili[sz]ation))?"
 _PREEMPT_PHRASES = (
     r"\bpreempt(?:s|ed|ing|ions?)\b(?![-_]mode)(?!\s+mode\b)",
     r"被抢占|抢占(?:了|请求|频繁)|频繁抢占",
+    rf"\b{_KV_USE}[^.;!?。；！？\n\d]{{0,24}}?(?<![\d.])100(?:\.0+)?\s*%",
+    rf"\b{_KV_USE}\s+(?:is\s+|was\s+|gets\s+|getting\s+)?(?:completely\s+)?(?:full|exhausted)\b",
+    r"(?<![\d.])100(?:\.0+)?\s*%\s+(?:of\s+(?:the\s+)?)?(?:KV\s+)?cache\b",
+    rf"\b(?:full|exhausted)\s+(?:GPU\s+)?{_KV_USE}",
+    rf"{_KV_USE}[^。，；！？\n]{{0,12}}?(?:满了|占满|打满|用满|耗尽)",
 )
 _PREEMPTED = re.compile("|".join(f"(?:{p})" for p in _PREEMPT_PHRASES), _IA)
 # Titles of vLLM's pull requests and feature requests name preemption as the code they change
@@ -124,7 +135,7 @@ _URL = re.compile(r"\S+://\S+")
 _OOM_NEEDLES = ("oom", "out of", "out-of", "outofmemory", "enough", "insufficient", "no more",
                 "exhausted", "显存", "内存", "不够", "不足")  # fmt: skip
 _KV_NEEDLES = ("enough", "insufficient", "small", "little", "no ", "不足", "不够", "太小", "过小")
-_PREEMPT_NEEDLES = ("preempt", "抢占")
+_PREEMPT_NEEDLES = ("preempt", "抢占", "100", "full", "exhausted", "满", "耗尽")
 
 
 def _might_name(low: str) -> bool:

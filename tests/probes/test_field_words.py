@@ -103,6 +103,29 @@ def test_preemption_said_in_words_is_the_schedulers_warning():
         assert symptom_of_line(field(text)) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "GPU KV cache usage: 100.0%以后就卡住",  # vllm#1206
+        "[Bug]: Hitting close to 100% cache causes spike in waiting and kills throughput",
+        "[Bug]:几个大的token超限制请求之后GPU KV cache usage持续升高一直接近100%，几个小时不下降，最后重启解决",
+    ],
+)
+def test_a_kv_cache_said_full_under_load_is_the_preemption_state(text):
+    event = symptom_of_line(field(text))  # vllm#1206, vllm#23444, vllm#27073
+    assert event is not None and event.kind == "preemption"
+
+
+def test_a_kv_cache_usage_below_full_is_no_symptom():
+    assert (
+        symptom_of_line(
+            field("vLLM model serving server hangs when GPU KV cache usage reaches 10%")
+        )
+        is None
+    )
+    assert symptom_of_line(field("When is cpu kv cache supposed to be used?")) is None
+
+
 def test_to_small_kv_cache_is_a_kv_shortage():
     event = symptom_of_line(field("10MiB to small KV cache."))
     assert event is not None and event.kind == "no_cache_memory"
