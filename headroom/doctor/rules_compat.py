@@ -72,6 +72,18 @@ _PRE_AMPERE = re.compile(
 )
 
 
+def _float16_required(ctx) -> list[Finding]:
+    """compressed-tensors' MoE kernels of 0.7.3-0.8.5 assert float16 ("float16 is required for
+    MoE compressed models. Set dtype=torch.float16", vllm#17579): the fix is vLLM's own."""
+    found = catalog_event(ctx, "dtype_unsupported", "moe_compressed_float16")
+    if found is None:
+        return []
+    why = "compressed-tensors' MoE kernels of this release take float16 only"
+    act = Action("dtype", "set", "float16", why, "fp16 range: rare overflow on bf16-trained models")
+    title = "The model's MoE kernels need float16: use it"
+    return [Finding("dtype-unsupported", None, "error", title, (found[1][:400],), (act,))]
+
+
 def _float16_refused(ctx) -> list[Finding]:
     """vLLM 0.9.2+ refuses float16 for models it found unstable in it (gemma2/3, glm4,
     plamo2...: "Numerical instability. Please use bfloat16 or float32 instead.")."""
@@ -97,7 +109,7 @@ def _float16_refused(ctx) -> list[Finding]:
 
 
 def dtype_unsupported(ctx) -> list[Finding]:
-    refused = _float16_refused(ctx)
+    refused = _float16_refused(ctx) or _float16_required(ctx)
     if refused:
         return refused
     found = (

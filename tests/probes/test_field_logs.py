@@ -83,6 +83,10 @@ def test_survey_coverage_does_not_fall():
         ("gpustack--gpustack--885", "heads_not_divisible"),  # the clause without its numbers
         ("vllm-project--vllm--3331", "quantization_mismatch"),  # markdown ate the backticks
         ("vllm-project--vllm--46611", "watchdog_timeout"),  # `RPC call to sample_tokens timed out`
+        (
+            "vllm-project--vllm--17579",
+            "dtype_unsupported",
+        ),  # float16 is required for MoE compressed
     ],
 )
 def test_a_family_the_survey_added_reads_as_itself(excerpt_id, kind):
@@ -212,3 +216,10 @@ def test_a_stamped_line_never_joins_the_line_before(first, second):
     alone = digest_text(stamped).events
     both = digest_text(first.replace("\n", " ").replace("\r", " ") + "\n" + stamped).events
     assert [e.kind for e in both if e.lineno == 2] == [e.kind for e in alone]
+
+
+def test_moe_kernels_that_need_float16_get_it():
+    # vllm-project/vllm#17579 (0.8.x; compressed_tensors_moe.py 0.7.3-0.8.5)
+    findings = diagnose(DoctorInputs(log=digest_text(_text("vllm-project--vllm--17579")))).findings
+    top = next(f for f in findings if f.id == "dtype-unsupported")
+    assert [(a.knob, a.direction, a.value) for a in top.actions] == [("dtype", "set", "float16")]

@@ -89,6 +89,10 @@ ENTRIES: tuple[S, ...] = (
                          "or merged checkpoint, or a vocabulary resized after training)",
       examples=("AssertionError: Attempted to load weight (torch.Size([3600])) into parameter "
                 "(torch.Size([3584]))",)),  # verl-project/verl#834 (title)
+    S("moe_compressed_float16", "dtype_unsupported", "error", ("float16 is required for MoE compressed models",),
+      origin="assert", probe=("float16 is required for MoE compressed models",),
+      feeds="dtype-unsupported: --dtype float16 (compressed-tensors' W4A16/W8A16 MoE kernels, 0.7.3-0.8.5)",
+      examples=("AssertionError: float16 is required for MoE compressed models. Set dtype=torch.float16",)),
     # --- requests ---------------------------------------------------------------------------------
     S("max_tokens_below_one", "prompt_too_long", "error", ("max_tokens must be at least 1",),
       r"max_tokens must be at least 1, got (?P<max_tokens>-?\d+)", require_match=False, origin="raise", quoted=True,

@@ -64,6 +64,13 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'moe_compressed_float16': (
+        ('0.7.3', '0.8.5'),
+        (
+            '0.7.3: vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:279',
+        ),
+        (),
+    ),
     'max_tokens_below_one': (
         ('0.2.7', '0.3.3', '0.4.3', '0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
