@@ -60,6 +60,8 @@ VARIANTS: dict[str, Callable[[dict], dict | None]] = {
     "llm_call": C.llm_call,
     "as_api_server": C.as_api_server,
     "as_docker": C.as_docker,
+    "defaults_spelled": C.defaults_spelled,
+    "defaults_dropped": C.defaults_dropped,
 }
 
 DECIDING_ARGS = (

@@ -40,8 +40,8 @@ def no_model(incident: dict) -> dict | None:
         if tok == "--model" and k + 1 < len(tokens):
             skip = True
             continue
-        if tok.startswith("--model=") or tok == cmd.model:
-            continue
+        if tok.startswith("--model=") or (tok == cmd.model and k and tokens[k - 1] == "serve"):
+            continue  # (the same name as another flag's value, --served-model-name, stays)
         out.append(tok)
     return _with(incident, command=shlex.join(out), model=None)
 
@@ -166,3 +166,73 @@ def as_docker(incident: dict) -> dict | None:
     argv = ["docker", "run", "--runtime", "nvidia", "--gpus", "all", *env_flags, "-p",
             "8000:8000", "--ipc=host", "vllm/vllm-openai:latest", "--model", model, *flags]  # fmt: skip
     return _with(incident, command=shlex.join(argv))
+
+
+def _vllm_line(incident: dict):
+    """The parsed command when it is vLLM's own line (or bare flags), else None."""
+    tokens = _command_tokens(incident)
+    if not tokens:
+        return None
+    from headroom.vllm_cmd.command import CommandLineError, parse_command
+
+    try:
+        cmd = parse_command(
+            [t for t in tokens if not re.match(r"^[A-Z_][A-Z0-9_]*=", t)], strict=False
+        )
+    except CommandLineError:
+        return None
+    if cmd.launcher and "vllm" not in " ".join(cmd.launcher):
+        return None  # another tool's line: its defaults are its own
+    return cmd
+
+
+def defaults_spelled(incident: dict) -> dict | None:
+    """vLLM's defaults typed out where the line leaves them: `--tensor-parallel-size 1`,
+    and the release's gpu_memory_utilization when the release is said. The values in force
+    are the same, so the answer must be."""
+    cmd = _vllm_line(incident)
+    if cmd is None:
+        return None
+    from headroom.doctor.versions import default_utilization, parse_version
+
+    added: list[str] = []
+    if not cmd.has("tensor_parallel_size"):
+        added += ["--tensor-parallel-size", "1"]
+    version = parse_version(str(incident.get("vllm_version") or ""))
+    if version is not None and not cmd.has("gpu_memory_utilization"):
+        added += ["--gpu-memory-utilization", f"{default_utilization(version):g}"]
+    if not added:
+        return None
+    return _with(incident, command=incident["command"] + " " + shlex.join(added))
+
+
+def defaults_dropped(incident: dict) -> dict | None:
+    """The flags that only repeat vLLM's default taken off (`-tp 1`, `--pipeline-parallel-size
+    1`, the release's gpu_memory_utilization when the release is said)."""
+    cmd = _vllm_line(incident)
+    tokens = _command_tokens(incident)
+    if cmd is None or not tokens:
+        return None
+    from headroom.doctor.versions import default_utilization, parse_version
+    from headroom.vllm_cmd.flags import lookup_option
+
+    version = parse_version(str(incident.get("vllm_version") or ""))
+    defaults = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+    if version is not None:
+        defaults["gpu_memory_utilization"] = default_utilization(version)
+    out, k, changed = [], 0, False
+    while k < len(tokens):
+        option, _, glued = tokens[k].partition("=")
+        spec = lookup_option(option) if option.startswith("-") else None
+        value = glued or (tokens[k + 1] if k + 1 < len(tokens) else "")
+        if spec is not None and spec.dest in defaults:
+            try:
+                same = float(value) == float(defaults[spec.dest])
+            except ValueError:
+                same = False
+            if same:
+                k, changed = k + (1 if glued else 2), True
+                continue
+        out.append(tokens[k])
+        k += 1
+    return _with(incident, command=shlex.join(out)) if changed else None
