@@ -60,6 +60,17 @@ _FAILURE_RANK = {
 _START_KINDS = ("version", "non_default_args")
 # A logging system's timestamp at the start of a raw line ("2024-06-25 16:32:00,563 ...",
 # xorbitsai/inference#1715): the line is a record of its own, never a wrap's continuation.
+# Where a vLLM record starts in the middle of a line: whitespace, then the logger's prefix
+# ("(EngineCore_DP0 pid=1) ERROR 09-28 15:47:24 [core.py:718] ", V0's "INFO 08-07 07:36:04
+# gpu_executor.py:103] "): a paste that lost its newlines (a comment without a code fence,
+# a log viewer's copy), as vllm-project/vllm#13067 and opea-project/GenAIExamples#2068 show.
+_RECORD_HEAD = (
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"\[?[\w./-]+\.py:\d+\[?\] "
+)
+_GLUED = re.compile(r"(?<=\S)\s+(?=`?(?:\([^()]{1,60}? pid=\d+\) )?" + _RECORD_HEAD + ")")
+# a process tag alone: the level after it was that record's own, not a glued one
+_TAG_ONLY = re.compile(r"\s*`?\([^()]{1,60}? pid=\d+\)\s*")
 _STAMPED = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")
 _MAX_LEDGERS = 16
 
@@ -117,8 +128,25 @@ class LogDigest:
         self._from_source: LogEvent | None = None
 
     def feed(self, line: str) -> LogEvent | None:
-        """Read one line (a trailing newline is fine); returns its event, if any."""
-        self.line_count += 1
+        """Read one line (a trailing newline is fine); returns its event, if any. A line that
+        holds several of vLLM's records (a paste whose newlines were lost) is read record by
+        record; the last event found is returned."""
+        self.line_count += 1  # a line of the file, as an editor numbers them
+        if line.count("] ") > 1 and _GLUED.search(line, 1) is not None:
+            records: list[str] = []
+            for piece in _GLUED.split(line):
+                if records and _TAG_ONLY.fullmatch(records[-1]):
+                    records[-1] += " " + piece
+                else:
+                    records.append(piece)
+            if len(records) > 1:
+                found = None
+                for record in records:
+                    found = self._feed_one(record) or found
+                return found
+        return self._feed_one(line)
+
+    def _feed_one(self, line: str) -> LogEvent | None:
         clean = normalize_line(line)
         self.lines.append(clean)
         event = classify_normalized(clean, self.line_count)

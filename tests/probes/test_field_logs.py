@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headroom.doctor import DoctorInputs, diagnose
+from headroom.probes import vllm_log
 from headroom.probes.vllm_catalog import PREFIX_FORMS, SIGNATURES
 from headroom.probes.vllm_log import KINDS, digest_text
 from headroom.probes.vllm_log_patterns import classify_line
@@ -223,3 +225,35 @@ def test_moe_kernels_that_need_float16_get_it():
     findings = diagnose(DoctorInputs(log=digest_text(_text("vllm-project--vllm--17579")))).findings
     top = next(f for f in findings if f.id == "dtype-unsupported")
     assert [(a.knob, a.direction, a.value) for a in top.actions] == [("dtype", "set", "float16")]
+
+
+def test_records_glued_on_one_line_are_read_one_by_one():
+    """A paste that lost its newlines (vllm-project/vllm#13067's comment, opea-project/
+    GenAIExamples#2068): vLLM#25837's traceback glued into one line still gives its refusal
+    and its numbers."""
+    glued = " ".join(line.strip() for line in _text("vllm-project--vllm--25837").splitlines())
+    facts = digest_text(glued).facts()
+    assert facts.failures[0].kind == "free_memory_below_utilization"
+    assert (facts.ledger.free_at_start_gib, facts.ledger.total_gib) == (3.22, 4.0)
+
+
+# the survey's lines that are vLLM records: a logger prefix, behind a process tag or not
+_VLLM_RECORD = re.compile(r"`?(?:\([^()]{1,60}? pid=\d+\) )?" + vllm_log._RECORD_HEAD)
+_PREFIXED = sorted(
+    {
+        line.strip()
+        for e in EXCERPTS.values()
+        for line in e["text"].splitlines()
+        if _VLLM_RECORD.match(line.strip()) and len(line) < 600
+    }
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_PREFIXED), min_size=2, max_size=4))
+def test_glued_records_read_as_the_same_records(lines):
+    """Property: real prefixed records of the survey, glued with spaces, give the kinds they
+    give one a line."""
+    apart = sorted(e.kind for e in digest_text("\n".join(lines)).events)
+    glued = sorted(e.kind for e in digest_text(" ".join(lines)).events)
+    assert glued == apart
