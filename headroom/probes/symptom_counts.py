@@ -1,7 +1,7 @@
 """GPU counts a person's words name, for a log that is only words (probes.symptom_facts).
 
 "8 GPUs", "2x3080", "8xA100", "8*80G A100", "H800 1*80G", "one GPU", "single-GPU", "4卡",
-"8张卡", "单卡", "双卡", "两块4090", "CUDA_VISIBLE_DEVICES=0,1"; whether the text says "several"
+"8张卡", "单卡", "双卡", "两块4090", "4090x2", "CUDA_VISIBLE_DEVICES=0,1"; whether the text says "several"
 without a count ("multi-gpu", "多卡"); whether it says one GPU does the work ("only the first
 GPU", "第一张卡"), which a count of one said to WORK ("works fine on a single GPU") is not.
 A number is read only beside the word that says what it counts. Never raises.
@@ -61,6 +61,12 @@ _TIMES_SIZE = re.compile(
     rf"{GPU_NAME}\s*[(（]?\s*(\d{{1,2}})\s*[x×*]\s*\d{{1,3}}\s*(?:G|GB|GiB)(?![A-Za-z])",
     _IA,
 )
+# A GPU's name then the count: "4090x2", "A100 x 8", "RTX 3090*2", "H100 ×4" (the count
+# after the name, as a shopping list writes it); a size after it is _TIMES_SIZE's.
+_NAME_TIMES = re.compile(
+    rf"{GPU_NAME}\s*[x×*]\s*(\d{{1,2}})(?![\d.]|\s*(?:G|GB|GiB)\b)",
+    _IA,
+)
 # The devices made visible: "CUDA_VISIBLE_DEVICES=0,1" names two GPUs (vllm#3525's comment:
 # "when I use `CUDA_VISIBLE_DEVICES=0,1` to load the model, but only the first one gpu working").
 _DEVICE_LIST = re.compile(r"CUDA_VISIBLE_DEVICES\s*=\s*['\"]?(\d{1,3}(?:\s*,\s*\d{1,3})+)")
@@ -102,6 +108,10 @@ def gpu_counts(text: str) -> tuple[int, ...]:
                 found.append((match.start(), count))
     for match in _TIMES_SIZE.finditer(text):
         count = _number(next(g for g in match.groups() if g is not None))
+        if count is not None and 0 < count <= _MAX_GPUS:
+            found.append((match.start(), count))
+    for match in _NAME_TIMES.finditer(text):
+        count = _number(match.group(1))
         if count is not None and 0 < count <= _MAX_GPUS:
             found.append((match.start(), count))
     for match in _DEVICE_LIST.finditer(text):

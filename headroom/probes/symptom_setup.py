@@ -66,14 +66,13 @@ _DATACENTER = (
 # GeForce numbers 1050-5090 (two zeros-or-tens digits: 2060, 3080, 4090); "Ti"/"Super" kept.
 _GEFORCE = r"(?:(?:RTX|GTX)\s?)?[1-5]0[5-9]0(?:\s?Ti|\s?Super)?"
 # One GPU name as a pattern of its own (symptom_facts counts "two Nvidia 3090s", "8张A800").
-GPU_NAME = (
-    rf"(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?(?:{_DATACENTER}|{_GEFORCE})(?:s\b)?(?![A-Za-z0-9_.])"
-)
+# The name ends the word, or a count follows it glued ("4090x2", "A100*8").
+_NAME_END = r"(?:(?=[xX×*]\d)|(?![A-Za-z0-9_.]))"
+GPU_NAME = rf"(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?(?:{_DATACENTER}|{_GEFORCE})(?:s\b)?{_NAME_END}"
 _GPU_NAME = re.compile(
     # ("4块GPU3090": the word GPU glued to the number, dhcode-cpp/X-R1#38)
     rf"(?:(?<![A-Za-z0-9_.-])|(?<=\d[xX×*])|(?<=GPU)|(?<=gpu))(?:NVIDIA\s+)?(?:Tesla\s+|GeForce\s+)?"
-    rf"({_DATACENTER}|{_GEFORCE})(?:s\b)?"
-    r"(?![A-Za-z0-9_.])",
+    rf"({_DATACENTER}|{_GEFORCE})(?:s\b)?{_NAME_END}",
     _IA,
 )
 # A size with its unit: "24G", "24GB", "24 GB", "80GiB", "16gb", "12G".

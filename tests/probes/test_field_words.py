@@ -176,6 +176,17 @@ def test_blown_up_memory_and_sizes_glued_to_counts():
     assert (named.gpu_counts, named.gpu_names) == ((4,), ("3090",))
 
 
+def test_a_count_after_the_gpus_name():
+    """ "4090x2" is the task brief's example of the field's phrasing (the count after the
+    name, as a shopping list writes it), not a thread's text; the others are titles of the
+    survey (vllm#24814, QwenLM/Qwen3-VL#1489, vllm#2856) that must keep their reading."""
+    assert facts_of_text("4090x2").gpu_counts == (2,)
+    assert facts_of_text(field("[Bug]: 8xA100 oom with qwen235b")).gpu_counts == (8,)
+    eight = facts_of_text(field("8*A100 (80G) deploy Qwen3vl 235B-A22B-Instruct cuda OOM"))
+    assert (eight.gpu_counts, eight.gpu_memory_gib) == ((8,), 80.0)
+    assert facts_of_text(field("[0.2.7] LLAMA 70B AWQ OOM with TP8")).gpu_counts == ()
+
+
 def test_a_device_list_names_the_gpus_one_of_which_works():
     text = field(
         "same request. when I use `CUDA_VISIBLE_DEVICES=0,1` to load the model, but only the "
