@@ -26,6 +26,7 @@ from headroom.probes.symptom_facts import WordFacts, text_facts
 from headroom.probes.symptom_text import text_symptoms
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
 from headroom.probes.vllm_log_patterns import is_client_text
+from headroom.vllm_cmd.pasted_command import command_line_indexes
 
 # Messages only the V0 engine printed (vllm/worker/worker.py, V0 executors).
 _INSTALLED_VERSION = re.compile(
@@ -171,7 +172,7 @@ class Context:
         ("Runing API OOM", an issue title) joins them as the event a real line of unknown
         phase gives (probes.symptom_text), in line order."""
         found = list(getattr(self.digest, "events", None) or ())
-        lines = list(getattr(self.digest, "lines", None) or ())
+        lines = self._words_lines
         first = max(getattr(self.digest, "line_count", len(lines)) - len(lines), 0) + 1
         words = text_symptoms(lines, found, first_lineno=first)
         # In line order: the reader adds a wrapped message read whole after the pieces it read
@@ -184,9 +185,18 @@ class Context:
         blamed, a setting said to work; probes.symptom_facts), only when the log reader found
         no error line: None for a real vLLM log."""
         found = list(getattr(self.digest, "events", None) or ())
-        lines = list(getattr(self.digest, "lines", None) or ())
+        lines = self._words_lines
         first = max(getattr(self.digest, "line_count", len(lines)) - len(lines), 0) + 1
         return text_facts(lines, found, first_lineno=first)
+
+    @cached_property
+    def _words_lines(self) -> list[str]:
+        """The log's lines for the words readers, a typed vLLM command line blanked: its
+        flags are the command's (the CLI reads it as one, vllm_cmd.pasted_command), not a
+        person blaming --max-model-len or naming a utilization."""
+        lines = [str(x) for x in (getattr(self.digest, "lines", None) or ())]
+        typed = command_line_indexes(lines)
+        return [("" if k in typed else line) for k, line in enumerate(lines)]
 
     @cached_property
     def facts(self) -> StartupFacts:

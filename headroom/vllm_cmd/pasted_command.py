@@ -28,7 +28,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
 _LAUNCHER = re.compile(
     r"^(?:(?:sudo(?: -E)?|nohup|exec|time|env|uv run|conda run -n \S+)\s+)*"
     r"(?:vllm\s+serve\b|python(?:3(?:\.\d+)?)?\s+-m\s+vllm\.entrypoints\.\S+"
-    r"|(?:docker|podman)\s+run\b.*\bvllm/vllm-openai\b)"
+    r"|(?:docker|podman)\s+run\b.*\bvllm/vllm-openai\S*)"
 )
 # Lines looked at and characters kept: a command is at the top of what was pasted.
 _MAX_LINES = 400
@@ -41,12 +41,39 @@ def _typed(line: str) -> str:
     return line[found.end() :] if found else line.strip()
 
 
+# A sentence, not a command: CJK text or full-width punctuation ("vllm serve Qwen/...到底需要
+# 多大显存？", a title), a question mark at the end.
+_SENTENCE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]|\?\s*$")
+
+
 def _starts_a_launch(typed: str) -> bool:
+    if _SENTENCE.search(typed):
+        return False
     words = typed.split()
     k = 0
     while k < len(words) and _ASSIGNMENT.fullmatch(words[k]):
         k += 1
-    return bool(_LAUNCHER.match(" ".join(words[k:])))
+    found = _LAUNCHER.match(" ".join(words[k:]))
+    if not found:
+        return False
+    rest = " ".join(words[k:])[found.end() :].split()
+    if found.group(0).rstrip().endswith("serve") and rest and not rest[0].startswith("-"):
+        rest = rest[1:]  # the model
+    return _flags_only(rest)
+
+
+def _flags_only(words: list[str]) -> bool:
+    """Whether what follows the launcher reads as flags and their values: a bare word after
+    a value or at the start is a sentence going on ("vllm serve X fails with OOM")."""
+    after_flag = False
+    for word in words:
+        if word.startswith("-") or word == "\\":
+            after_flag = word.startswith("-") and "=" not in word
+            continue
+        if not after_flag:
+            return False
+        after_flag = False
+    return True
 
 
 def command_in_text(lines: Iterable[str]) -> str | None:
@@ -71,3 +98,16 @@ def command_in_text(lines: Iterable[str]) -> str | None:
     if not taken:
         return None
     return " ".join(part for part in taken if part)[:_MAX_CHARS]
+
+
+def command_line_indexes(lines: list[str]) -> set[int]:
+    """The indexes of the lines that are a typed launch of vLLM (and their `\\`
+    continuations): what the user typed, not what anything printed or said."""
+    out: set[int] = set()
+    continuing = False
+    for k, raw in enumerate(lines[:_MAX_LINES]):
+        line = str(raw).rstrip("\r\n")
+        if continuing or _starts_a_launch(_typed(line)):
+            out.add(k)
+            continuing = line.rstrip().endswith("\\")
+    return out

@@ -132,6 +132,7 @@ GUARDED = (
     "vllm-project--vllm--8879",
     "vllm-project--vllm--882",
     "vllm-project--vllm-ascend--5020",
+    "xencon--aixcl--694",
 )
 
 
@@ -218,3 +219,16 @@ VERSION_LINE = (
 def test_the_servers_version_line_does_not_place_an_oom():
     argv = ["vllm", "serve", "some-org/some-model"]
     assert _top(VERSION_LINE + "\n" + OOM, argv).id == _top(OOM, argv).id == "cuda-oom-unknown"
+
+
+# xencon/aixcl#694's words, with the flags it quotes typed above them as a shell shows it.
+GRAPH_WORDS = "Error: CUDA graph capture fails during profiling"
+TYPED = "$ vllm serve some-org/some-model --gpu-memory-utilization 0.8 --max-model-len 32768"
+
+
+def test_a_typed_command_line_is_not_read_as_words():
+    ctx = Context(DoctorInputs(log=f"{TYPED}\n{GRAPH_WORDS}\n"))
+    assert ctx.words is not None and not ctx.words.length_blamed
+    assert ctx.words.utilization is None  # the line's value is the command's, not the words'
+    top = diagnose(DoctorInputs(log=f"{TYPED}\n{GRAPH_WORDS}\n")).findings[0]
+    assert top.id == diagnose(DoctorInputs(log=GRAPH_WORDS + "\n")).findings[0].id

@@ -55,6 +55,15 @@ def test_lines_that_only_name_vllm_are_no_command():
     assert command_in_text(lines) is None
 
 
+def test_a_title_that_starts_with_the_launcher_is_words():
+    """Titles from tests/fixtures/field_words (QwenLM/Qwen3-VL#1224): a sentence after
+    `vllm serve MODEL` is no command, and a words reader must still read it."""
+    title = "vllm serve Qwen/Qwen2.5-VL-7B-Instruct-AWQ到底需要多大显存？16G都不够，能限制它在16G以内吗？"
+    assert command_in_text([title]) is None
+    # the launcher's words followed by a sentence: the same title, its question dropped
+    assert command_in_text([title.split("到")[0] + " 到底需要多大显存"]) is None
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(max_size=120), max_size=30))
 def test_never_raises_and_returns_a_launch(lines):
