@@ -1,6 +1,6 @@
 """How well the log reader and the doctor read error excerpts pasted in the field (read-only).
 
-    python scripts/log_survey.py [FILE] [--misread] [--doctor] [--json OUT]
+    python scripts/log_survey.py [FILE] [--misread] [--doctor] [--gaps] [--json OUT]
 
 FILE (default tests/fixtures/field_logs/excerpts.jsonl, see SOURCES.md beside it) holds one
 real excerpt a line (without the threads an incident file was since made from): the lines a public thread pasted that carry the failure, verbatim, the
@@ -15,7 +15,10 @@ the survey prints:
   for a family that is only a warning, that warning among the events);
 - --misread: the excerpts read as nothing or as another family, grouped by source text;
 - --doctor: also runs `headroom doctor --json --log` on each excerpt (no command line, no
-  GPUs) and counts how many get a finding at all, and which finding ids they get.
+  GPUs) and counts how many get a finding at all, and which finding ids they get;
+- --gaps (implies --doctor): the excerpts whose family the reader names rightly but that get
+  no finding, and those whose top finding turns no knob, grouped by family (a finding with
+  no knob is right for a family that is no setting: an upgrade, a bug, a client's request).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class Reading:
     kinds: list[str] = field(default_factory=list)  # failures (ranked), then warnings
     top: str | None = None
     finding: str | None = None  # the doctor's top finding id, when --doctor
+    actions: list[str] = field(default_factory=list)  # its knobs, "knob:direction"
 
     @property
     def recognised(self) -> bool:
@@ -93,8 +97,9 @@ def read(excerpt: dict) -> Reading:
     return reading
 
 
-def doctor_finding(text: str) -> str | None:
-    """The id of the doctor's top finding for a log holding only this text (None: none)."""
+def doctor_finding(text: str) -> tuple[str | None, list[str]]:
+    """The id of the doctor's top finding for a log holding only this text (None: none) and
+    its actions as "knob:direction"."""
     from headroom.cli import main as headroom_main
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,15 +114,18 @@ def doctor_finding(text: str) -> str | None:
     try:
         findings = json.loads(out.getvalue()).get("findings") or []
     except (json.JSONDecodeError, AttributeError):
-        return None
-    return findings[0].get("id") if findings else None
+        return None, []
+    if not findings:
+        return None, []
+    actions = [f"{a.get('knob')}:{a.get('direction')}" for a in findings[0].get("actions") or []]
+    return findings[0].get("id"), actions
 
 
 def survey(excerpts: list[dict], *, doctor: bool = False) -> list[Reading]:
     readings = [read(e) for e in excerpts]
     if doctor:
         for r in readings:
-            r.finding = doctor_finding(r.excerpt["text"])
+            r.finding, r.actions = doctor_finding(r.excerpt["text"])
     return readings
 
 
@@ -130,10 +138,38 @@ def figures(readings: list[Reading]) -> dict[str, float | int]:
     }
     out["coverage"] = round(out["recognised"] / n, 3)
     out["right_rate"] = round(out["right_family"] / n, 3)
+    if any(r.finding is not None for r in readings):
+        out["with_finding"] = sum(r.finding is not None for r in readings)
+        out["finding_rate"] = round(out["with_finding"] / n, 3)
     return out
 
 
-def render(readings: list[Reading], *, misread: bool) -> str:
+def gaps(readings: list[Reading]) -> dict[str, dict[str, list[Reading]]]:
+    """Rightly read excerpts the doctor answers with nothing ("no finding") or with a
+    finding that turns no knob ("no action"), by family."""
+    out: dict[str, dict[str, list[Reading]]] = {"no finding": {}, "no action": {}}
+    for r in readings:
+        if not r.right:
+            continue
+        gap = "no finding" if r.finding is None else "no action" if not r.actions else None
+        if gap:
+            out[gap].setdefault(r.excerpt["family"], []).append(r)
+    return out
+
+
+def render_gaps(readings: list[Reading]) -> list[str]:
+    lines = []
+    for gap, families in gaps(readings).items():
+        total = sum(len(rs) for rs in families.values())
+        lines.append(f"right family, {gap}: {total}")
+        for fam, rs in sorted(families.items(), key=lambda kv: -len(kv[1])):
+            lines.append(f"- {fam} ({len(rs)})")
+            lines += [f"    {r.excerpt['id']}" + (f" doctor={r.finding}" if r.finding else "")
+                      for r in rs]  # fmt: skip
+    return lines
+
+
+def render(readings: list[Reading], *, misread: bool, gapped: bool = False) -> str:
     f = figures(readings)
     lines = [
         f"excerpts: {f['excerpts']}",
@@ -162,6 +198,8 @@ def render(readings: list[Reading], *, misread: bool) -> str:
                 got = r.top or ("nothing" if not r.kinds else ",".join(r.kinds[:3]))
                 doc = f" doctor={r.finding}" if r.finding is not None else ""
                 lines.append(f"    {r.excerpt['id']}: read as {got}{doc}")
+    if gapped:
+        lines += render_gaps(readings)
     return "\n".join(lines)
 
 
@@ -169,13 +207,14 @@ def main(argv: list[str]) -> int:
     out_at = argv.index("--json") + 1 if "--json" in argv else -1
     args = [a for i, a in enumerate(argv) if not a.startswith("--") and i != out_at]
     path = Path(args[0]) if args else DEFAULT
-    readings = survey(load(path), doctor="--doctor" in argv)
-    print(render(readings, misread="--misread" in argv))
+    gapped = "--gaps" in argv
+    readings = survey(load(path), doctor="--doctor" in argv or gapped)
+    print(render(readings, misread="--misread" in argv, gapped=gapped))
     if "--json" in argv:
         out = Path(argv[argv.index("--json") + 1])
         table = [
             {"id": r.excerpt["id"], "family": r.excerpt["family"], "top": r.top,
-             "kinds": r.kinds, "finding": r.finding}
+             "kinds": r.kinds, "finding": r.finding, "actions": r.actions}
             for r in readings
         ]  # fmt: skip
         out.write_text(json.dumps({"figures": figures(readings), "excerpts": table}, indent=1))

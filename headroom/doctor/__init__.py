@@ -14,6 +14,7 @@ from headroom.doctor import (
     rules_catalog_config,
     rules_catalog_limits,
     rules_catalog_loading,
+    rules_catalog_requests,
     rules_compat,
     rules_defaults,
     rules_flags,
@@ -103,6 +104,7 @@ def all_rules():
         + rules_quant_tp.RULES
         + rules_quant_preflight.RULES
         + rules_catalog_comms.RULES
+        + rules_catalog_requests.RULES
         + rules_catalog_config.RULES
         + rules_catalog_loading.RULES
         + rules_flags.RULES

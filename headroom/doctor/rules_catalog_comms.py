@@ -9,6 +9,15 @@ the event and the release, never a thread's sentence.
   engine/llm_engine.py of 0.3.3); CuPy's TCP store failing is answered by --enforce-eager
   there. Later releases use CuPy only for Ray's compiled graphs, whose fix is not that flag:
   without a 0.3 release (or with compiled-graph traces) the finding turns no knob.
+- "No available shared memory broadcast block found in 60 seconds. This typically happens
+  when some processes are hanging or doing some time-consuming work (e.g. compilation,
+  weight/kv cache quantization)." (distributed/device_communicators/shm_broadcast.py,
+  0.8.5-0.33, INFO; the interval is VLLM_RINGBUFFER_WARNING_INTERVAL, a logging setting): the
+  engine core waited that long for a worker to take its next step. The field's threads
+  (gpustack/gpustack#3888 during a DeepSeek-V3.2 load, vllm-ascend#3717, vllm#27313) find a
+  slow load or compile (it stops once the worker is done) or a worker stuck behind another
+  error; no setting is the cause, so the finding turns no knob. With TP/PP > 1 and no error
+  it is evidence for comms-hang (rules_hang), which answers then.
 """
 
 from __future__ import annotations
@@ -77,4 +86,22 @@ def cupy_nccl_failed(ctx) -> list[Finding]:
     return [Finding("cupy-nccl-failed", None, "error", title, tuple(evidence), acts)]
 
 
-RULES = (custom_allreduce_failed, cupy_nccl_failed)
+def shm_broadcast_wait(ctx) -> list[Finding]:
+    events = ctx.of("shm_broadcast_wait")
+    if not events:
+        return []
+    waited = len(events)
+    evidence = (
+        events[0].line.strip()[:400],
+        f"printed {waited} time(s): the engine core waited for a worker to take its next "
+        "step; once or twice while loading, compiling or capturing CUDA graphs it is that "
+        "work, and passes; repeated while serving, a worker is stuck: the error or hang "
+        "above it (NCCL, a dead rank) is the cause. No engine setting is.",
+    )
+    title = (
+        "A worker took over a minute for one step (shm broadcast wait): slow work or a stuck worker"
+    )
+    return [Finding("shm-broadcast-wait", None, "info", title, evidence, ())]
+
+
+RULES = (custom_allreduce_failed, cupy_nccl_failed, shm_broadcast_wait)
