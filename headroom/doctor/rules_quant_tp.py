@@ -32,6 +32,7 @@ import re
 from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding
+from headroom.doctor.known_knobs import known
 from headroom.doctor.memory_model import heads_valid
 from headroom.doctor.versions import parse_version
 
@@ -118,19 +119,36 @@ def quantized_tp_split(ctx) -> list[Finding]:
         if groups:
             evidence.append(f"{how}: a TP must divide them")
     acts: list[Action] = []
+    # No command line nor engine-config line: the TP in force is not known, but vLLM raises
+    # these texts only for a shard TP cut ("This can be caused by too large tensor parallel
+    # size", awq.py/gptq.py 0.2.7-0.25.1; the MoE texts name the per-partition size)
+    tp_unknown = tp <= 1 and not known(ctx, "tensor_parallel_size")
     if tp > 1 and shape_fits:
         acts = lower_tp(ctx, tp, (groups,) if groups else (), evidence)
+    elif tp_unknown and not moe and partition is None:  # a shard's numbers: its own reading
+        acts = [
+            Action(
+                "tensor_parallel_size",
+                "lower",
+                None,
+                "vLLM's text: too large a tensor parallel size cuts the quantized weight off its "
+                "groups; a smaller TP whose shards hold whole groups loads (the command line "
+                "would say which)",
+                "fewer GPUs share the weights: more memory per GPU (pipeline parallel keeps them)",
+            )
+        ]
     elif tp <= 1:
         evidence.append(
             "a tensor-parallel size whose shards the quantization's groups/blocks divide "
             "loads (vLLM's advice: a smaller TP); the command line names the TP to start from"
         )
-    if moe and tp > 1 and _has_ep(ctx.version) and not _ep_on(ctx):
+    if moe and (tp > 1 or tp_unknown) and _has_ep(ctx.version) and not _ep_on(ctx):
+        kept = f"TP {tp}" if tp > 1 else "the TP"
         ep = Action(
             "enable_expert_parallel",
             "set",
             True,
-            f"the experts go whole to the GPUs (TP {tp} kept for attention): each expert's "
+            f"the experts go whole to the GPUs ({kept} kept for attention): each expert's "
             "width is no longer split, so its groups/blocks stay whole",
             "all-to-all traffic between the GPUs for the experts",
         )

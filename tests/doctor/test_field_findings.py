@@ -138,3 +138,37 @@ def test_a_request_too_long_never_lowers_max_model_len(limit, over):
     top = next(f for f in findings if f.id == "request-above-max-model-len")
     acts = [(a.knob, a.direction, a.value) for a in top.actions]
     assert acts == ([("max_model_len", "raise", tokens)] if tokens <= 131072 else [])
+
+
+@pytest.mark.parametrize(
+    "excerpt_id",
+    ["qwenlm--qwen3-vl--831", "vllm-project--vllm--5675", "vllm-project--vllm--11671"],
+)
+def test_a_quantized_split_with_no_tp_known_lowers_the_tp_as_vllm_says(excerpt_id):
+    """AWQ/GPTQ's 'The input/output size is not aligned with the quantized weight shape. This
+    can be caused by too large tensor parallel size.' (awq.py/gptq.py 0.2.7-0.25.1) from the
+    log alone: a smaller TP, never a larger one; no value (the command line would say)."""
+    top = next(f for f in _findings(_text(excerpt_id)) if f.id == "quantized-tp-split")
+    assert [(a.knob, a.direction, a.value) for a in top.actions] == [
+        ("tensor_parallel_size", "lower", None)
+    ]
+
+
+def test_a_quantized_split_at_tp_one_lowers_nothing():
+    """The same text with a command line at TP 1: no TP below it; the shape itself."""
+    findings = _findings(_text("vllm-project--vllm--5675"), "vllm serve m")
+    top = next(f for f in findings if f.id == "quantized-tp-split")
+    assert not any(a.knob == "tensor_parallel_size" for a in top.actions)
+
+
+def test_a_moe_block_split_with_no_tp_known_sets_expert_parallel():
+    """vllm-project/vllm#17569: 'The output_size of gate's and up's weight = 192 is not
+    divisible by weight quantization block_n = 128.' (fp8.py MoE, 0.6.6-0.25.1): each expert's
+    width is cut by TP; --enable-expert-parallel (0.8+) keeps the experts whole."""
+    top = next(
+        f for f in _findings(_text("vllm-project--vllm--17569")) if f.id == "quantized-tp-split"
+    )
+    assert [(a.knob, a.direction, a.value) for a in top.actions][:1] == [
+        ("enable_expert_parallel", "set", True)
+    ]
+    assert not any(a.knob == "tensor_parallel_size" and a.direction == "raise" for a in top.actions)
