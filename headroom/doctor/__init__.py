@@ -35,6 +35,7 @@ from headroom.doctor import (
     rules_startup,
     rules_topology,
     rules_upgrade,
+    rules_v1_switch,
     rules_weights_layout,
     rules_words,
     rules_words_fix,
@@ -107,6 +108,7 @@ def all_rules():
         + rules_catalog_requests.RULES
         + rules_catalog_config.RULES
         + rules_catalog_loading.RULES
+        + rules_v1_switch.RULES
         + rules_flags.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES

@@ -29,6 +29,7 @@ from headroom.probes.vllm_catalog import (
     client,
     comms,
     config_checks,
+    engine_switch,
     environment,
     failures,
     field,
@@ -68,7 +69,7 @@ def _with_provenance(sig: Signature) -> Signature:
 
 _ENTRIES = (
     *client.ENTRIES, *field.ENTRIES, *startup.ENTRIES, *parallel.ENTRIES, *limits.ENTRIES, *config_checks.ENTRIES,
-    *loading.ENTRIES, *environment.ENTRIES, *failures.ENTRIES,
+    *loading.ENTRIES, *environment.ENTRIES, *engine_switch.ENTRIES, *failures.ENTRIES,
     *multinode.ENTRIES, *runtime.ENTRIES, *comms.ENTRIES
 )  # fmt: skip
 SIGNATURES: tuple[Signature, ...] = tuple(_with_provenance(s) for s in _ENTRIES)

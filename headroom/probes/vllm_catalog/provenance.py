@@ -877,6 +877,27 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'v1_refuses_feature': (
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.8.5: vllm/engine/arg_utils.py:1652',
+        ),
+        (),
+    ),
+    'v1_falls_back_to_v0': (
+        ('0.8.5', '0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.8.5: vllm/engine/arg_utils.py:1653',
+        ),
+        ('arg_utils.py',),
+    ),
+    'v1_refuses_request_feature': (
+        ('0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2'),
+        (
+            '0.6.4.post1: vllm/v1/engine/processor.py:66, vllm/v1/engine/processor.py:67',
+        ),
+        (),
+    ),
     'v1_max_seq_len_exceeds_kv': (
         ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
