@@ -345,7 +345,8 @@ def build_inputs(args, vllm_argv: list[str], env: Mapping[str, str] | None = Non
         lacking.append(problem)
     if args.gpus and gpu_spec is None:
         lacking.append(
-            f"GPU memory unknown (--gpus {args.gpus} gives the count only; add :MEMORY_GIB, "
+            f"GPU memory unknown (--gpus {args.gpus} gives the count only, and the doctor "
+            "sizes each GPU only where the log says its total; add :MEMORY_GIB, "
             f"e.g. {gpu_count}xGPU:24, to size memory)"
         )
     flag_nodes = getattr(args, "nodes", None)
