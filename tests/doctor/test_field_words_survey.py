@@ -15,9 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from headroom.doctor import diagnose
+from headroom.doctor.context import Context
 from headroom.doctor.findings import DoctorInputs
+from headroom.doctor.rules_words_start import ID, failed_start_long_length
 from headroom.probes.vllm_log import digest_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +76,24 @@ def test_preemption_in_words_asks_for_more_kv_budget(text):
     turns = {(a.knob, a.direction) for f in found for a in f.actions if a.knob}
     assert ("gpu_memory_utilization", "raise") in turns
     assert ("gpu_memory_utilization", "lower") not in turns
+
+
+_FRAGMENTS = st.sampled_from(
+    ["OOM", "显存炸了", "does not work for llama3.1", "报错", "KV cache usage: 100%", "preempted",
+     "卡着不动", "4090x2", "8*80G A100", "tp=4", "weight_loader", "--max-model-len 8192", "\n"]
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=25)), max_size=8).map("".join))
+def test_the_doctor_reads_any_words_without_raising(text):
+    """The doctor's entry for a log of words (Context's events and facts, the words rules)
+    on arbitrary text: never an exception, and no words rule turns the KV budget down."""
+    ctx = Context(DoctorInputs(log=digest_text(text + "\n")))
+    assert isinstance(ctx.events, list)
+    for finding in failed_start_long_length(ctx):
+        assert all(a.direction == "lower" for a in finding.actions)
+    for finding in diagnose(DoctorInputs(log=digest_text(text + "\n"))).findings:
+        if finding.id in {ID, "kv-full-preemptions-log", "no-cache-memory"}:
+            turns = {(a.knob, a.direction) for a in finding.actions}
+            assert ("gpu_memory_utilization", "lower") not in turns
