@@ -71,8 +71,11 @@ class OomNumbers:
         used = self.total - self.free
         if self.this_process is not None:
             # 2.2+: the listed processes are the others; anything unlisted is another
-            # container's process.
-            unlisted = used - self.this_process - sum(self.listed)
+            # container's process. PyTorch reads "this process has" from NVML by its pid; in a
+            # container NVML sees other pids and it says "0 bytes" beside GiB "allocated by
+            # PyTorch" (rhymes-ai/Aria#24): this process holds at least what PyTorch reserved.
+            own = max(self.this_process, self.torch_reserved or 0.0)
+            unlisted = used - own - sum(self.listed)
             return sum(self.listed) + max(unlisted - SLOP_GIB, 0.0)
         if self.listed:
             # 2.1 lists this process among the others: the largest is taken to be it.
@@ -136,7 +139,7 @@ def own_memory(numbers: OomNumbers, utilization: float, known: bool = True) -> l
     weights and the start-up profile before the KV cache exists, CUDA graphs outside it).
     `known`: whether the utilization is the one in use or only the release's default."""
     held, who = numbers.this_process, "this process holds"
-    if held is None:
+    if held is None or (numbers.torch_reserved or 0.0) > held:  # None, or NVML's pid miss
         held, who = numbers.torch_reserved, "PyTorch in this process holds"
     if held is None or not numbers.total:
         return []

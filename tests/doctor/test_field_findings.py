@@ -172,3 +172,16 @@ def test_a_moe_block_split_with_no_tp_known_sets_expert_parallel():
         ("enable_expert_parallel", "set", True)
     ]
     assert not any(a.knob == "tensor_parallel_size" and a.direction == "raise" for a in top.actions)
+
+
+def test_nvml_missing_this_process_in_a_container_is_no_other_process():
+    """rhymes-ai/Aria#24: 'this process has 0 bytes memory in use. Of the allocated memory
+    19.02 GiB is allocated by PyTorch' (PyTorch's OOM message reads its own memory from NVML
+    by pid, which a container's pid namespace misses): 20.34 GiB are PyTorch's own, not
+    another process's; the OOM wants less memory, never a GPU to free."""
+    findings = _findings(_text("rhymes-ai--aria--24"))
+    assert not any(f.id == "cuda-oom-foreign-process" for f in findings)
+    top = findings[0]
+    assert top.id.startswith("cuda-oom") and top.actions
+    assert all(a.direction != "raise" for a in top.actions if a.knob == "gpu_memory_utilization")
+    assert any("PyTorch in this process holds 20.34 GiB" in e for e in top.evidence)
