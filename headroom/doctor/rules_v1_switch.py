@@ -10,14 +10,33 @@ there the answer is to drop the feature or stay on 0.10.x, not the switch.
 
 A memory failure in the same log (a CUDA OOM, no KV cache memory) is the more specific cause
 and its rules answer; this rule then stays silent.
+
+`v1-engine-core-failed`: V1's engine-core process failed ("EngineCore failed to start.",
+vllm/v1/engine/core.py 0.8.5+) and the log holds no cause, only that echo. In a release that
+ships V0 the field's first answer is the switch, VLLM_USE_V1=0, which tells V1's own failure
+from the model's or the setting's. The release must be 0.8.0-0.10.x: stated, or read from the
+line's form, a `[core.py:N]` logger line with no process tag, as 0.8.x-0.9.x print it (their
+core.py tags only data-parallel engine processes; 0.10.x's decorate_logs tags every one
+"(EngineCore_DP0 pid=N)"). Ranked below every rule that knows the failure (steps.py).
 """
 
 from __future__ import annotations
+
+import re
 
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.versions import parse_version
 
 FINDING_ID = "v1-engine-unsupported"
+CORE_FAILED_ID = "v1-engine-core-failed"
+_V1_DEFAULT_FROM = (0, 8, 0)
+# The failure kinds that say an engine died but not why (as rules_kv_pin._ECHOES).
+_ECHOES = frozenset({"engine_core_failed", "engine_dead", "worker_died", "worker_exception",
+                     "traceback"})  # fmt: skip
+# A 0.8.x-0.9.x engine-core logger line: "ERROR 04-30 10:20:36 [core.py:396] ..." (no tag).
+_UNTAGGED_CORE_LINE = re.compile(
+    r"^\s*(?:ERROR|WARNING|INFO|CRITICAL) \d\d-\d\d [\d:]+ \[core\.py:\d+\]"
+)
 _NO_V0_FROM = (0, 11, 0)  # 0.11.0 vllm/engine/llm_engine.py: LLMEngine = V1LLMEngine
 _MEMORY_EVENTS = ("cuda_oom", "no_cache_memory", "max_seq_len_exceeds_kv", "prompt_exceeds_kv")
 
@@ -58,4 +77,41 @@ def v1_engine_unsupported(ctx) -> list[Finding]:
     return [Finding(FINDING_ID, None, "error", title, tuple(evidence), (act,))]
 
 
-RULES = (v1_engine_unsupported,)
+def _ships_both_engines(ctx, line: str) -> tuple[bool, str]:
+    """(whether the release has V1 by default and V0 beside it, how that is known)."""
+    release = parse_version(ctx.version) if ctx.version else None
+    if release is not None:
+        return _V1_DEFAULT_FROM <= release < _NO_V0_FROM, f"vLLM {ctx.version}"
+    if _UNTAGGED_CORE_LINE.match(line):
+        return True, "the engine-core line has no process tag, as 0.8.x-0.9.x print it"
+    return False, ""
+
+
+def v1_engine_core_failed(ctx) -> list[Finding]:
+    failed = [e for e in ctx.of("engine_core_failed") if "EngineCore failed to start" in e.line]
+    if not failed or ctx.of(*_MEMORY_EVENTS, "v1_unsupported"):
+        return []
+    failures = list(getattr(ctx.facts, "failures", ()) or ())
+    if any(f.kind not in _ECHOES for f in failures):
+        return []  # a cause in the log: its own rule answers
+    both, how = _ships_both_engines(ctx, failed[0].line)
+    if not both:
+        return []
+    evidence = (
+        failed[0].line.strip()[:400],
+        "the log holds no cause beyond the engine core's failure",
+        f"{how}: V1 is the default and the V0 engine still ships (0.8.0-0.10.x); "
+        "VLLM_USE_V1=0 tells V1's own failure from the model's or the setting's",
+    )
+    act = Action(
+        "VLLM_USE_V1",
+        "set",
+        "0",
+        "V1's engine core failed to start without a cause in the log: run the same command on V0",
+        "V0 lacks V1's scheduler and speed-ups; the full traceback may still name the cause",
+    )
+    title = "V1's engine core failed to start: try the V0 engine (VLLM_USE_V1=0)"
+    return [Finding(CORE_FAILED_ID, None, "error", title, evidence, (act,))]
+
+
+RULES = (v1_engine_unsupported, v1_engine_core_failed)

@@ -94,7 +94,7 @@ _ID_ORDER = (
 _AFTER_WARNINGS = ("preflight-",)
 # The fix a vLLM message names (rules_hints): below every rule that knows the failure, which
 # weighs numbers or knows the release and may rightly lead with another knob.
-_BELOW_SPECIFIC = ("vllm-named-fix",)
+_BELOW_SPECIFIC = ("vllm-named-fix", "v1-engine-core-failed")
 # Findings that only restate changes: dropped when those above them already offer them all.
 _DROPPED_WHEN_EMPTIED = _BELOW_SPECIFIC
 

@@ -85,3 +85,42 @@ def test_any_feature_text_after_the_refusal_never_raises(feature):
     log = "NotImplementedError: VLLM_USE_V1=1 is not supported with " + feature
     for finding in v1_engine_unsupported(Context(DoctorInputs(log=digest_text(log)))):
         assert finding.id == "v1-engine-unsupported"
+
+
+# 0.8.5 vllm/v1/engine/core.py:396 logger.exception, in 0.8.x's untagged prefix form
+# (signature.PREFIX_FORMS "v1_plain"); 0.10.2 core.py:718 behind the tag decorate_logs adds.
+CORE_FAILED_08 = "ERROR 04-30 10:20:36 [core.py:396] EngineCore failed to start."
+CORE_FAILED_010 = (
+    "(EngineCore_DP0 pid=8884) ERROR 11-29 11:24:21 [core.py:718] EngineCore failed to start."
+)
+
+
+def _core_failed(log: str, version: str | None = None):
+    return [f for f in _findings(log, version) if f.id == "v1-engine-core-failed"]
+
+
+def test_an_untagged_engine_core_failure_without_cause_tries_v0():
+    top = _findings(CORE_FAILED_08)[0]
+    assert top.id == "v1-engine-core-failed"
+    assert _turns(top) == [("VLLM_USE_V1", "set", "0")]
+    assert any("no process tag" in line for line in top.evidence)
+
+
+def test_a_tagged_line_of_an_unknown_release_gets_no_switch():
+    """0.10.x tags the line, and so do the releases without V0: the form proves nothing."""
+    assert not _core_failed(CORE_FAILED_010)
+
+
+def test_a_stated_release_decides_over_the_line_form():
+    assert _core_failed(CORE_FAILED_010, "0.10.2")
+    assert not _core_failed(CORE_FAILED_08, "0.11.0")
+    assert not _core_failed(CORE_FAILED_08, "0.7.3")
+
+
+def test_a_cause_in_the_log_wins_over_the_switch():
+    assert not _core_failed(TORCH_OOM + "\n" + CORE_FAILED_08, "0.8.5")
+    # the catalog's no_module_for_weight example (probes/vllm_catalog/loading.py)
+    weights = "ValueError: There is no module or parameter named 'embed_tokens' in Qwen3ForCausalLM"
+    assert not _core_failed(weights + "\n" + CORE_FAILED_08, "0.8.5")
+    (top,) = [f for f in _findings(REFUSED + "\n" + CORE_FAILED_08) if f.id.startswith("v1-")]
+    assert top.id == "v1-engine-unsupported"
