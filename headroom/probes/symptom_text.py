@@ -84,7 +84,11 @@ _KV_PHRASES = (
 # usage持续升高一直接近100%", vllm#27073). The usage is the figure vLLM's stats line prints.
 _KV_USE = r"KV[ -]?cache(?:\s+(?:usage|useage|utili[sz]ation))?"
 _PREEMPT_PHRASES = (
-    r"\bpreempt(?:s|ed|ing|ions?)\b(?![-_]mode)(?!\s+mode\b)",
+    # the verb reports it; the noun only with a count or an event ("24 preemptions",
+    # "frequent preemption", "preemptions detected"): "how does preemption work" asks
+    r"\bpreempt(?:s|ed|ing)\b",
+    r"\b(?:\d+|many|frequent|constant|repeated|lots\s+of|too\s+many)\s+preemptions?\b(?![-_]mode)|"
+    r"\bpreemptions?\s+(?:detected|happen(?:s|ed|ing)?|occur(?:s|red|ring)?|keep)\b",
     r"被抢占|抢占(?:了|请求|频繁)|频繁抢占",
     rf"\b{_KV_USE}[^.;!?。；！？\n\d]{{0,24}}?(?<![\d.])100(?:\.0+)?\s*%",
     rf"\b{_KV_USE}\s+(?:is\s+|was\s+|gets\s+|getting\s+)?(?:completely\s+)?(?:full|exhausted)\b",
