@@ -48,8 +48,10 @@ def _feature(event) -> str:
 
 def v1_engine_unsupported(ctx) -> list[Finding]:
     refusals = ctx.of("v1_unsupported")
-    if not refusals or ctx.of(*_MEMORY_EVENTS):
+    if ctx.of(*_MEMORY_EVENTS):
         return []
+    if not refusals:
+        return _v0_refused(ctx)
     event = refusals[0]
     feature = _feature(event)
     evidence = [event.line.strip()[:400]]
@@ -77,6 +79,30 @@ def v1_engine_unsupported(ctx) -> list[Finding]:
     return [Finding(FINDING_ID, None, "error", title, tuple(evidence), (act,))]
 
 
+def _v0_refused(ctx) -> list[Finding]:
+    """V0 refuses what only V1 serves (KV sharing): the switch the other way, VLLM_USE_V1=1."""
+    refusals = ctx.of("v0_unsupported")
+    release = parse_version(ctx.version) if ctx.version else None
+    # 0.10.x and 0.11.0 print the same text from V1's xformers and CPU backends too
+    # (vllm/v1/attention/backends/xformers.py, cpu_attn.py), where the switch changes nothing:
+    # only 0.9.x (V0 backends alone print it) or a log that shows the fallback to V0.
+    on_v0 = bool(ctx.of("v1_fallback")) or (release is not None and release[:2] == (0, 9))
+    if not refusals or not on_v0:
+        return []
+    event = refusals[0]
+    feature = _feature(event)
+    act = Action(
+        "VLLM_USE_V1",
+        "set",
+        "1",
+        f"the V0 engine refuses {feature}; V1 (the default from 0.8.0) serves it",
+        "drops what made V0 necessary (a feature V1 refuses), if that was why it was chosen",
+    )
+    title = f"The V0 engine does not support {feature}: run V1 (VLLM_USE_V1=1)"
+    evidence = (event.line.strip()[:400], "VLLM_USE_V1=0 (or a V0 fallback) ran the V0 engine")
+    return [Finding(FINDING_ID, None, "error", title, evidence, (act,))]
+
+
 def _ships_both_engines(ctx, line: str) -> tuple[bool, str]:
     """(whether the release has V1 by default and V0 beside it, how that is known)."""
     release = parse_version(ctx.version) if ctx.version else None
@@ -89,7 +115,7 @@ def _ships_both_engines(ctx, line: str) -> tuple[bool, str]:
 
 def v1_engine_core_failed(ctx) -> list[Finding]:
     failed = [e for e in ctx.of("engine_core_failed") if "EngineCore failed to start" in e.line]
-    if not failed or ctx.of(*_MEMORY_EVENTS, "v1_unsupported"):
+    if not failed or ctx.of(*_MEMORY_EVENTS, "v1_unsupported", "v0_unsupported"):
         return []
     failures = list(getattr(ctx.facts, "failures", ()) or ())
     if any(f.kind not in _ECHOES for f in failures):

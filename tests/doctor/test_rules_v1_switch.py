@@ -124,3 +124,21 @@ def test_a_cause_in_the_log_wins_over_the_switch():
     assert not _core_failed(weights + "\n" + CORE_FAILED_08, "0.8.5")
     (top,) = [f for f in _findings(REFUSED + "\n" + CORE_FAILED_08) if f.id.startswith("v1-")]
     assert top.id == "v1-engine-unsupported"
+
+
+# 0.10.2 vllm/attention/backends/flash_attn.py:550 (V0's backend; 0.9.2+)
+KV_SHARING_V0 = "NotImplementedError: KV sharing is not supported in V0 FLASH_ATTN backend."
+
+
+def test_v0_refusing_kv_sharing_turns_the_switch_to_v1():
+    top = _findings(KV_SHARING_V0 + "\n" + CORE_FAILED_08, "0.9.2")[0]
+    assert top.id == "v1-engine-unsupported"
+    assert _turns(top) == [("VLLM_USE_V1", "set", "1")]
+
+
+def test_the_kv_sharing_text_of_a_release_where_v1_prints_it_too_gets_no_switch():
+    """0.10.2 vllm/v1/attention/backends/xformers.py:289 prints it on V1 as well."""
+    found = [f for f in _findings(KV_SHARING_V0, "0.10.2") if f.id == "v1-engine-unsupported"]
+    assert not found
+    with_fallback = _findings(FALLBACK + "\n" + KV_SHARING_V0, "0.10.2")[0]
+    assert _turns(with_fallback) == [("VLLM_USE_V1", "set", "1")]

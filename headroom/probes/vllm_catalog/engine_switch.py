@@ -7,7 +7,10 @@ same texts. vllm/engine/arg_utils.py `_is_v1_supported_oracle` calls `_raise_or_
 with VLLM_USE_V1=1 set it raises "VLLM_USE_V1=1 is not supported with X." (the way back is
 VLLM_USE_V1=0, or dropping X); unset, it warns "X is not supported by the V1 Engine. Falling
 back to V0." and the run goes on on V0 (no failure). vllm/v1/engine/processor.py refuses a
-request's priority, tracing or prompt adapter on V1 (V0 serves them).
+request's priority, tracing or prompt adapter on V1 (V0 serves them). The other way: V0's
+attention backends refuse KV sharing across layers (0.9.2+, the models that share KV, e.g.
+Gemma 3n), which only V1 serves: VLLM_USE_V1=1 (0.10.x-0.11.0 print it from V1's xformers and
+CPU backends as well: there the switch is no answer).
 In match order before `failures` (the generic exception entries come later).
 """
 
@@ -38,4 +41,11 @@ ENTRIES: tuple[S, ...] = (
       feeds="v1-engine-unsupported: VLLM_USE_V1=0 (0.8.0-0.10.x; 0.11+ has no V0: drop the feature)",
       examples=("ValueError: V1 does not support priority yet.", "ValueError: V1 does not support tracing yet.",
                 "ValueError: V1 does not support prompt_adapter_request.")),
+    S("v0_refuses_kv_sharing", "v0_unsupported", "error", ("KV sharing is not supported in V0", "KV sharing not supported in V0"),
+      r"(?P<feature>KV sharing) (?:is )?not supported in V0", origin="raise",
+      probe=("KV sharing is not supported in V0", "KV sharing not supported in V0"), fields=("feature",),
+      feeds="v1-engine-unsupported: VLLM_USE_V1=1 (only V1 shares KV across layers)",
+      # 0.10.2 vllm/attention/backends/flash_attn.py:550, mla/common.py:928
+      examples=("NotImplementedError: KV sharing is not supported in V0 FLASH_ATTN backend.",
+                "NotImplementedError: KV sharing not supported in V0.")),
 )  # fmt: skip

@@ -898,6 +898,15 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'v0_refuses_kv_sharing': (
+        ('0.9.2', '0.10.2', '0.11.0'),
+        (
+            '0.9.2: vllm/attention/backends/blocksparse_attn.py:311, vllm/attention/backends/dual_chunk_flash_attn.py:298, vllm/attention/backends/flash_attn.py:625, vllm/attention/backends/flashinfer.py:941',
+            '0.10.2: vllm/attention/backends/dual_chunk_flash_attn.py:297, vllm/attention/backends/flash_attn.py:550, vllm/attention/backends/mla/common.py:928, vllm/attention/backends/rocm_flash_attn.py:436',
+            '0.11.0: vllm/v1/attention/backends/cpu_attn.py:458, vllm/v1/attention/backends/xformers.py:290',
+        ),
+        (),
+    ),
     'v1_max_seq_len_exceeds_kv': (
         ('0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
         (
