@@ -113,8 +113,13 @@ def _read(tokens: list[str], gpus: int | None, read_file: ReadFile | None) -> La
     call = python_call(tokens)
     if call is not None:
         return _from_python(call)
-    if _is_vllm(chosen.words) and list(tokens) != _as_typed(chosen):
-        # vLLM's own command inside shell noise (nohup, redirections, `cd x &&`)
+    words = chosen.words
+    bare_vllm = (
+        bool(words) and os.path.basename(words[0]) == "vllm" and tuple(words[1:2]) != ("serve",)
+    )
+    if _is_vllm(words) and not bare_vllm and list(tokens) != _as_typed(chosen):
+        # vLLM's own command inside shell noise (nohup, redirections, `cd x &&`); a bare
+        # `vllm` with no `serve` after it is not a server's command line
         return _plain(chosen, "the vLLM command in the shell line")
     return None
 

@@ -256,7 +256,12 @@ def _unwrap(words: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
             at = words.index("-c")
             if at + 1 >= len(words):
                 return [], env
-            inner = command_segments(split_pasted(words[at + 1]))
+            script = words[at + 1]
+            if not any(c.isspace() for c in script) and at + 2 < len(words):
+                # the quotes around the script were lost in the paste (`bash -c vllm serve m`):
+                # bash would run the bare first word; the person meant the whole rest
+                script = shlex.join(words[at + 1 :])
+            inner = command_segments(split_pasted(script))
             if not inner:
                 return [], env
             best = inner[-1]

@@ -98,3 +98,12 @@ def test_python_calls_and_fragments_never_raise(text):
     reading = read_launch_line("llm = LLM(" + text)
     if reading is not None:
         assert set(reading.engine_args) <= set(FLAGS_BY_DEST)
+
+
+def test_a_bare_vllm_behind_a_wrapper_is_no_command_line_and_lost_quotes_are_read():
+    # Hypothesis found `bash -c vllm serve m` read as argv ('vllm',), which no parser takes
+    for text in ("bash -c vllm", "nohup vllm", "sudo -E vllm"):
+        assert _read(split_pasted(text), None, {}.get) is None, text
+    reading = _read(split_pasted("bash -c vllm serve m --max-model-len 100"), None, {}.get)
+    assert reading is not None
+    assert parse_command(list(reading.argv), strict=False).engine_args()["max_model_len"] == 100
