@@ -77,19 +77,10 @@ def flag_variant(form: str) -> Callable[[dict], dict | None]:
 
 def llm_call(incident: dict) -> dict | None:
     """The command line as Python: `LLM(model=..., tensor_parallel_size=2, ...)`."""
-    tokens = _command_tokens(incident)
-    if not tokens:
-        return None
-    from headroom.vllm_cmd.command import CommandLineError, parse_command
-
-    env = [t for t in tokens if re.match(r"^[A-Z_][A-Z0-9_]*=", t)]
-    try:
-        cmd = parse_command([t for t in tokens if t not in env], strict=False)
-    except CommandLineError:
-        return None
-    launcher = " ".join(cmd.launcher)
-    if cmd.launcher and "vllm" not in launcher:
-        return None  # another tool's line: its own flags are not vLLM's keyword arguments
+    parsed = _parsed_vllm_line(incident)
+    if parsed is None:
+        return None  # no line, or another tool's: its own flags are not vLLM's keyword args
+    env, cmd = parsed
     args = cmd.engine_args()
     if not args:
         return None
@@ -131,18 +122,10 @@ def model_local_path(incident: dict) -> dict | None:
 def _launch_parts(incident: dict) -> tuple[list[str], str, list[str]] | None:
     """(environment, model, flags) of a vLLM line (`vllm serve M ...`, the API server's
     `--model M`, bare flags with --model), or None for another tool's line."""
-    tokens = _command_tokens(incident)
-    if not tokens:
+    parsed = _parsed_vllm_line(incident)
+    if parsed is None or parsed[1].model is None:
         return None
-    from headroom.vllm_cmd.command import CommandLineError, parse_command
-
-    env = [t for t in tokens if re.match(r"^[A-Z_][A-Z0-9_]*=", t)]
-    try:
-        cmd = parse_command([t for t in tokens if t not in env], strict=False)
-    except CommandLineError:
-        return None
-    if cmd.model is None or (cmd.launcher and "vllm" not in " ".join(cmd.launcher)):
-        return None
+    env, cmd = parsed
     return env, str(cmd.model), cmd.flag_tokens()
 
 
@@ -236,3 +219,21 @@ def defaults_dropped(incident: dict) -> dict | None:
         out.append(tokens[k])
         k += 1
     return _with(incident, command=shlex.join(out)) if changed else None
+
+
+def _parsed_vllm_line(incident: dict):
+    """(environment assignments, parsed command) of the incident's line when it is vLLM's
+    own (any vLLM launcher), else None."""
+    tokens = _command_tokens(incident)
+    if not tokens:
+        return None
+    from headroom.vllm_cmd.command import CommandLineError, parse_command
+
+    env = [t for t in tokens if re.match(r"^[A-Z_][A-Z0-9_]*=", t)]
+    try:
+        cmd = parse_command([t for t in tokens if t not in env], strict=False)
+    except CommandLineError:
+        return None
+    if cmd.launcher and "vllm" not in " ".join(cmd.launcher):
+        return None
+    return env, cmd
