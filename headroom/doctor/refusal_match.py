@@ -28,6 +28,11 @@ def first_match(ctx, pattern: re.Pattern[str]) -> tuple[dict, str] | None:
 # A terminal (or `fold -w`) cuts a long line every W columns, inside a word as often as not:
 # every piece but the last is exactly W long. Widths below this are not a terminal's.
 _MIN_WRAP_WIDTH = 40
+# A glued word longer than this is not a message's word cut by a wrap but a flood of equal
+# lines (a base64 dump, a progress bar, `x` * 1023 a line): gluing those into one word of
+# 400 lines made every `\w+ ...` pattern quadratic on it (the supervisor's log-flood test
+# took over 300 s in one rule). vLLM's messages carry no word near this long.
+_MAX_GLUED_WORD = 512
 
 
 def hard_wrap_joined(lines: list[str]) -> str:
@@ -39,15 +44,28 @@ def hard_wrap_joined(lines: list[str]) -> str:
         return " ".join(line.strip() for line in lines)
     parts: list[str] = []
     cut_before = False
+    word = 0  # the length of the word the joined text ends in
     for k, line in enumerate(lines):
         bare = line.rstrip("\r\n")
         cut = len(bare) == width and k + 1 < len(lines)
-        piece = bare if cut_before else bare.lstrip()
-        if parts and not cut_before:
+        glue = cut_before and word + _leading_word(bare) <= _MAX_GLUED_WORD
+        piece = bare if glue else bare.lstrip()
+        if parts and not glue:
             parts.append(" ")
-        parts.append(piece if cut else piece.rstrip())
+        text = piece if cut else piece.rstrip()
+        parts.append(text)
+        ends_word = _trailing_word(text)
+        word = word + len(text) if glue and ends_word == len(text) else ends_word
         cut_before = cut
     return "".join(parts).strip()
+
+
+def _leading_word(text: str) -> int:
+    return len(text) - len(re.sub(r"^\S+", "", text))
+
+
+def _trailing_word(text: str) -> int:
+    return len(text) - len(re.sub(r"\S+$", "", text))
 
 
 def match_groups(match: re.Match[str]) -> dict:

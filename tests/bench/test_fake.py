@@ -34,16 +34,19 @@ def cfg(url: str, **kw) -> BenchConfig:
 
 
 async def test_knee_at_the_server_slot_count() -> None:
-    # Slow tokens (20 ms) keep the test about the service model, not this machine's CPU:
-    # even at concurrency 8 the client handles only ~200 chunks/s.
-    async with FakeServer(slots=4, token_s=0.02) as srv:
-        result = await run_bench(cfg(srv.url, step_duration_s=1.0))
+    # Slow tokens (50 ms) keep the test about the service model, not this machine's CPU:
+    # even at concurrency 8 the client handles only ~160 chunks/s, so a busy 2-core machine
+    # (CI beside other work) still sees the curve.
+    rate = 20.0  # tokens/s per stream: 1 / token_s
+    async with FakeServer(slots=4, token_s=1 / rate) as srv:
+        result = await run_bench(cfg(srv.url, step_duration_s=1.5))
     steps = {s.concurrency: s for s in result.steps}
     assert [s.concurrency for s in result.steps] == [1, 2, 4, 8]
-    # Known curve: 50 tok/s per stream up to 4 streams (allow for event-loop overhead).
+    # Known curve: `rate` tok/s per stream up to 4 streams (allow for event-loop overhead),
+    # and never more than the 4 slots give, however many streams ask (load only slows it).
     for c in (1, 2, 4):
-        assert 0.5 * 50 * c < steps[c].output_tokens_per_s <= 1.05 * 50 * c
-    assert steps[8].output_tokens_per_s < 1.2 * steps[4].output_tokens_per_s
+        assert 0.5 * rate * c < steps[c].output_tokens_per_s <= 1.05 * rate * c
+    assert steps[8].output_tokens_per_s <= 1.05 * rate * 4
     assert result.knee.concurrency == 4, result.knee.reason
     assert result.knee.kind == "gain"
     # Beyond the slots, requests wait: the server's waiting gauge and TTFT both show it.

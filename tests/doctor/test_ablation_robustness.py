@@ -13,6 +13,7 @@ dtypes: [torch.float16]"); the wrapped OOM is openbmb/MiniCPM-V#612's paste.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.context import Context
 from headroom.doctor.gpu_spec import GpuSpecError, read_gpus_option
-from headroom.doctor.refusal_match import hard_wrap_joined
+from headroom.doctor.refusal_match import _MAX_GLUED_WORD, hard_wrap_joined
 from headroom.vllm_cmd import parse_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +89,8 @@ def test_a_refusal_a_terminal_cut_inside_a_word_is_read_whole():
 def test_hard_wrap_joined_gives_back_any_text_cut_at_a_fixed_width(text, width):
     if len(text) <= width or text != text.strip() or "\x85" in text:
         return
+    if max(len(w) for w in re.split(r"\s+", text)) > _MAX_GLUED_WORD:
+        return  # no message's word is this long: a flood is not glued (the next test)
     pieces = [text[k : k + width] for k in range(0, len(text), width)]
     assert hard_wrap_joined(pieces) == text
 
@@ -99,6 +102,17 @@ def test_hard_wrap_joined_never_raises_and_keeps_every_word(lines):
     joined = hard_wrap_joined(lines)
     assert isinstance(joined, str)
     assert len(joined) <= sum(len(x) + 1 for x in lines)
+
+
+def test_a_flood_of_equal_lines_is_not_glued_into_one_word():
+    """The supervisor's log-flood test (tests/supervisor/fake_vllm.py: 'x' * 1023 a line)
+    has every line as long as the longest: read as a hard wrap, 400 of them became one word
+    of 409,200 characters and a `\\w+ is not supported ...` pattern ran for minutes on it."""
+    joined = hard_wrap_joined(["x" * 1023] * 400)
+    assert max(len(w) for w in joined.split()) == 1023
+    assert len(joined.split()) == 400
+    wrapped = hard_wrap_joined(["y" * 100] * 9)  # a word of 900: past the cap, cut at 500
+    assert [len(w) for w in wrapped.split()] == [500, 400]
 
 
 def test_a_word_wrapped_oom_is_read_with_its_numbers_first():
