@@ -9,6 +9,7 @@ removal is said in that finding's evidence), so the list never tells a person to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from headroom.doctor.candidate_actions import action_problems
@@ -226,16 +227,12 @@ def drop_infeasible(finding: Finding, ctx) -> Finding:
         return finding
     if not ctx.known("tensor_parallel_size"):
         return finding
-    kept, notes = [], []
-    for a in finding.actions:
+
+    def infeasible(a: Action) -> str | None:
         why = action_problems(ctx, a)
-        if why:
-            notes.append(f"not proposing {a.knob} {a.value}: {why}")
-        else:
-            kept.append(a)
-    if not notes:
-        return finding
-    return replace(finding, actions=tuple(kept), evidence=finding.evidence + tuple(notes))
+        return f"not proposing {a.knob} {a.value}: {why}" if why else None
+
+    return _without(finding, infeasible)
 
 
 def drop_no_ops(finding: Finding, ctx) -> Finding:
@@ -245,10 +242,23 @@ def drop_no_ops(finding: Finding, ctx) -> Finding:
     cmd = ctx.inputs.command
     if cmd is None or not finding.actions:
         return finding
+
+    def no_op(a: Action) -> str | None:
+        if _changes_nothing(cmd, a):
+            return f"{a.knob} is already {a.value} on the command line: not proposed"
+        return None
+
+    return _without(finding, no_op)
+
+
+def _without(finding: Finding, why_dropped: Callable[[Action], str | None]) -> Finding:
+    """The finding less every action `why_dropped` gives a reason for, each reason added to
+    its evidence; the same finding when none is dropped."""
     kept, notes = [], []
     for a in finding.actions:
-        if _changes_nothing(cmd, a):
-            notes.append(f"{a.knob} is already {a.value} on the command line: not proposed")
+        why = why_dropped(a)
+        if why:
+            notes.append(why)
         else:
             kept.append(a)
     if not notes:
