@@ -12,15 +12,14 @@ dtypes: [torch.float16]"); the wrapped OOM is openbmb/MiniCPM-V#612's paste.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.repo_scripts import load_repo_script
 
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.context import Context
@@ -124,13 +123,7 @@ def test_a_word_wrapped_oom_is_read_with_its_numbers_first():
 
 
 def _ablation():
-    spec = importlib.util.spec_from_file_location(
-        "incident_ablation", ROOT / "scripts" / "incident_ablation.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("incident_ablation", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_repo_script("scripts/incident_ablation.py")
 
 
 # Training incidents whose right answers once flipped under a variant that kept the evidence

@@ -10,12 +10,11 @@ change through.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from support.repo_scripts import load_repo_script
 
 ROOT = Path(__file__).resolve().parents[2]
 INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
@@ -28,13 +27,7 @@ FLOOR = {
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "doctor_accuracy", ROOT / "benchmarks" / "doctor_accuracy.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("doctor_accuracy", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_repo_script("benchmarks/doctor_accuracy.py")
 
 
 @pytest.fixture(scope="module")

@@ -7,25 +7,17 @@ release (said where) with numbers put in."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.repo_scripts import load_repo_script
 
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.doctor.model_table import find_model
 from headroom.probes.vllm_log import digest_text
 from headroom.vllm_cmd import parse_command
 
-_ROOT = Path(__file__).resolve().parents[2]
-_SPEC = importlib.util.spec_from_file_location("log_survey", _ROOT / "scripts" / "log_survey.py")
-assert _SPEC is not None and _SPEC.loader is not None
-survey = importlib.util.module_from_spec(_SPEC)
-sys.modules["log_survey"] = survey  # its dataclasses look their module up
-_SPEC.loader.exec_module(survey)
+survey = load_repo_script("scripts/log_survey.py")
 
 EXCERPTS = {e["id"]: e for e in survey.load()}
 

@@ -10,13 +10,12 @@ to make a change pass.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.repo_scripts import load_repo_script
 
 from headroom.doctor import diagnose
 from headroom.doctor.context import Context
@@ -33,13 +32,7 @@ NUMBER_FLOORS = {"gpu": 34, "gpu_gib": 16, "gpus": 23, "model_size": 26, "versio
 
 @pytest.fixture(scope="module")
 def survey():
-    spec = importlib.util.spec_from_file_location(
-        "words_survey", ROOT / "scripts" / "words_survey.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["words_survey"] = module
-    spec.loader.exec_module(module)
+    module = load_repo_script("scripts/words_survey.py")
     return module.survey(module.load())
 
 

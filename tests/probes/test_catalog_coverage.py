@@ -4,16 +4,11 @@ outside the repository)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from support.repo_scripts import load_repo_script
 
 from headroom.probes.vllm_log_patterns import classify_line
 
-_PATH = Path(__file__).resolve().parents[2] / "scripts" / "catalog_coverage.py"
-_SPEC = importlib.util.spec_from_file_location("catalog_coverage", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-cc = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(cc)
+cc = load_repo_script("scripts/catalog_coverage.py")
 
 # Shapes vLLM's sources use (0.2.7's config.py, 0.10's scheduler.py, executor/ray_utils.py).
 SOURCE = """

@@ -5,15 +5,13 @@ excerpt of that file, taken by its id, or a line of vLLM's source at a release (
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.repo_scripts import load_repo_script
 
 from headroom.doctor import DoctorInputs, diagnose
 from headroom.probes import vllm_log
@@ -21,12 +19,7 @@ from headroom.probes.vllm_catalog import PREFIX_FORMS, SIGNATURES
 from headroom.probes.vllm_log import KINDS, digest_text
 from headroom.probes.vllm_log_patterns import classify_line
 
-_ROOT = Path(__file__).resolve().parents[2]
-_SPEC = importlib.util.spec_from_file_location("log_survey", _ROOT / "scripts" / "log_survey.py")
-assert _SPEC is not None and _SPEC.loader is not None
-survey = importlib.util.module_from_spec(_SPEC)
-sys.modules["log_survey"] = survey  # its dataclasses look their module up
-_SPEC.loader.exec_module(survey)
+survey = load_repo_script("scripts/log_survey.py")
 
 EXCERPTS = {e["id"]: e for e in survey.load()}
 
