@@ -17,7 +17,12 @@ Scored against the answer derived from the thread's own resolution (`expected`):
   expected way (or one of the thread's accepted alternatives, `expected.accept`); for an
   incident whose answer is no knob, the top finding turns no knob;
 - wrong direction: any action of any finding turns the expected (or an accepted) knob the
-  opposite way (raise <-> lower). A wrong direction is a failed build (tests/doctor);
+  opposite way and not also an accepted way: raise <-> lower, and set <-> unset for every
+  knob, engine arg or environment variable alike, whatever the value (`unset` removes a flag,
+  its `--no-`/`=value` forms, or an environment variable: a thread answered "drop
+  --enforce-eager" and a doctor saying "set enforce_eager" anywhere contradict each other, and
+  vice versa; the SET_ONLY knobs compare raise/lower/set as "set", so "unset" is their only
+  opposite). A wrong direction is a failed build (tests/doctor);
 - exit 2: the doctor refused the input.
 A second, looser count is printed beside the strict one and never replaces it: "fix offered",
 the thread's knob turned its way by ANY action of the top finding (the doctor ranks the free
@@ -50,8 +55,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 SPLITS = ("train", "validation")
 STEP_KEYS = (1, 2, 3, 4, 5, None)
-OPPOSITE = {"raise": "lower", "lower": "raise"}
-# Knobs whose only sensible turn is to set them (a flag, a dtype, a method): compare as "set".
+OPPOSITE = {"raise": "lower", "lower": "raise", "set": "unset", "unset": "set"}
+# Knobs whose only sensible turn is to set them (a flag, a dtype, a method): compare as "set";
+# removing one ("unset", e.g. dropping --enforce-eager) stays "unset", the opposite of "set".
 SET_ONLY = {
     "enforce_eager",
     "kv_cache_dtype",
@@ -66,9 +72,17 @@ def load_incidents(directory: Path = INCIDENTS) -> list[dict]:
 
 
 def _turn(knob: str | None, direction: str | None) -> tuple[str | None, str | None]:
-    if knob in SET_ONLY:
+    if knob in SET_ONLY and direction != "unset":
         return knob, "set"
     return knob, direction
+
+
+def contradicts(turn: tuple[str | None, str | None], wanted: set) -> bool:
+    """A turn against the thread: its opposite is a wanted turn of the same knob and the turn
+    itself is not (a thread that accepts both ways of a knob is contradicted by neither)."""
+    knob, direction = turn
+    opposite = OPPOSITE.get(direction or "")
+    return bool(knob) and opposite is not None and (knob, opposite) in wanted and turn not in wanted
 
 
 def doctor_argv(incident: dict, log_path: Path) -> list[str]:
@@ -165,11 +179,9 @@ def score(incident: dict, code: int, doc: dict | None) -> Outcome:
         outcome.right_knob = outcome.got_turn in wanted
         offered = {_turn(a["knob"], a.get("direction")) for a in knob_actions}
         outcome.fix_offered = bool(offered & wanted)
-    wanted_knobs = {k: d for k, d in wanted if k}
     for f in findings:
         for a in f.get("actions", []):
-            want = wanted_knobs.get(a.get("knob"))
-            if want in OPPOSITE and a.get("direction") == OPPOSITE[want]:
+            if contradicts(_turn(a.get("knob"), a.get("direction")), wanted):
                 outcome.wrong_direction.append(f"{f.get('id')}: {a['direction']} {a['knob']}")
     return outcome
 

@@ -46,7 +46,7 @@ def test_corpus_is_whole_and_the_split_cannot_drift():
         assert doc["source"]["url"].startswith("https://"), doc["id"]
         exp = doc["expected"]
         assert exp["step"] in (1, 2, 3, 4, 5, None), doc["id"]
-        assert exp["direction"] in ("raise", "lower", "set", None), doc["id"]
+        assert exp["direction"] in ("raise", "lower", "set", "unset", None), doc["id"]
         assert (exp["knob"] is None) == (exp["direction"] is None), doc["id"]
     assert {d["split"] for d in docs} == {"train", "validation"}
 
@@ -94,6 +94,61 @@ def test_the_scorer_can_fail():
     ok = bench.score(incident, 1, right)
     assert ok.right_knob and ok.right_step and not ok.wrong_direction
     assert not bench.score(incident, 2, None).right_step
+
+
+def _incident(knob, direction, accept=()):
+    return {
+        "id": "x",
+        "split": "train",
+        "expected": {"step": 4, "knob": knob, "direction": direction, "accept": list(accept)},
+    }
+
+
+def _doc(*turns):
+    actions = [{"knob": k, "direction": d} for k, d in turns]
+    return {"findings": [{"id": "f", "step": 4, "actions": actions}]}
+
+
+@pytest.mark.parametrize(
+    "knob", ["enforce_eager", "kv_cache_dtype", "disable_custom_all_reduce", "VLLM_USE_V1"]
+)
+def test_set_and_unset_are_opposites(knob):
+    """A thread that drops a flag (or an environment variable) is contradicted by a doctor
+    that sets it anywhere, and a thread that sets one by a doctor that drops it."""
+    bench = _bench()
+    dropped = _incident(knob, "unset")
+    assert bench.score(dropped, 1, _doc(("max_num_seqs", "lower"), (knob, "set"))).wrong_direction
+    ok = bench.score(dropped, 1, _doc((knob, "unset")))
+    assert ok.right_knob and not ok.wrong_direction
+    turned_on = _incident(knob, "set")
+    wrong = bench.score(turned_on, 1, _doc((knob, "unset")))
+    assert wrong.wrong_direction and not wrong.right_knob
+    assert not bench.score(turned_on, 1, _doc((knob, "set"))).wrong_direction
+
+
+def test_a_set_only_knob_raised_or_lowered_is_still_set_and_unset_its_opposite():
+    bench = _bench()
+    for direction in ("raise", "lower", "set"):
+        right = bench.score(
+            _incident("enforce_eager", "set"), 1, _doc(("enforce_eager", direction))
+        )
+        assert right.right_knob and not right.wrong_direction
+        wrong = bench.score(
+            _incident("enforce_eager", "unset"), 1, _doc(("enforce_eager", direction))
+        )
+        assert wrong.wrong_direction and not wrong.right_knob
+
+
+def test_a_thread_that_accepts_both_ways_is_contradicted_by_neither():
+    bench = _bench()
+    both = _incident("gpu_memory_utilization", "raise", [["gpu_memory_utilization", "lower"]])
+    doc = _doc(("gpu_memory_utilization", "lower"), ("gpu_memory_utilization", "raise"))
+    assert not bench.score(both, 1, doc).wrong_direction
+    flag = _incident("enforce_eager", "unset", [["enforce_eager", "set"]])
+    assert not bench.score(flag, 1, _doc(("enforce_eager", "set"))).wrong_direction
+    # an unrelated knob's set/unset is no contradiction of the thread's knob
+    other = bench.score(_incident("enforce_eager", "unset"), 1, _doc(("VLLM_USE_V1", "set")))
+    assert not other.wrong_direction
 
 
 def test_every_incident_is_counted_once_by_what_the_thread_gave(outcomes):
