@@ -23,7 +23,10 @@ Scored against the answer derived from the thread's own resolution (`expected`):
   --enforce-eager" and a doctor saying "set enforce_eager" anywhere contradict each other, and
   vice versa; the SET_ONLY knobs compare raise/lower/set as "set", so "unset" is their only
   opposite). A wrong direction is a failed build (tests/doctor);
-- exit 2: the doctor refused the input.
+- exit 2: the doctor refused the input;
+- right step and knob: both at once, issue 12's own measure ("right step and knob"). A top
+  finding can turn the thread's knob under another step (TP raised as a head-divisibility fix
+  where the thread raised it to hold the weights), so this is at most the smaller of the two.
 A second, looser count is printed beside the strict one and never replaces it: "fix offered",
 the thread's knob turned its way by ANY action of the top finding (the doctor ranks the free
 knob first, e.g. raising gpu_memory_utilization before cutting max_model_len, where a thread
@@ -217,6 +220,7 @@ def summarize(outcomes: list[Outcome]) -> dict:
                     "count": 0,
                     "right_step": 0,
                     "right_knob": 0,
+                    "right_both": 0,
                     "fix_offered": 0,
                     "wrong_direction": 0,
                     "exit_2": 0,
@@ -225,6 +229,7 @@ def summarize(outcomes: list[Outcome]) -> dict:
             row["count"] += 1
             row["right_step"] += o.right_step
             row["right_knob"] += o.right_knob
+            row["right_both"] += o.right_knob and o.right_step
             row["fix_offered"] += o.fix_offered
             row["wrong_direction"] += bool(o.wrong_direction)
             row["exit_2"] += o.code == 2
@@ -237,7 +242,10 @@ def render(table: dict) -> str:
     for split in SPLITS:
         rows = table.get(split, {})
         lines.append(f"{split}")
-        lines.append("  step    count  right step  right knob+dir  fix offered  wrong dir  exit 2")
+        lines.append(
+            "  step    count  right step  right knob+dir  step and knob  fix offered"
+            "  wrong dir  exit 2"
+        )
         for key in order:
             r = rows.get(key)
             if not r:
@@ -245,10 +253,12 @@ def render(table: dict) -> str:
             if key == "pasted":
                 lines.append("  by what the thread gave: a pasted log, or the title's text only")
             pct = 100.0 * r["right_knob"] / r["count"]
+            both = 100.0 * r["right_both"] / r["count"]
             offered = 100.0 * r["fix_offered"] / r["count"]
             lines.append(
                 f"  {key:<6} {r['count']:>6}  {r['right_step']:>10}  {r['right_knob']:>8}"
-                f" ({pct:3.0f}%)  {r['fix_offered']:>4} ({offered:3.0f}%)"
+                f" ({pct:3.0f}%)  {r['right_both']:>7} ({both:3.0f}%)"
+                f"  {r['fix_offered']:>4} ({offered:3.0f}%)"
                 f"  {r['wrong_direction']:>9}  {r['exit_2']:>6}"
             )
     return "\n".join(lines)

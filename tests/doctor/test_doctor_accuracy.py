@@ -21,8 +21,8 @@ INCIDENTS = ROOT / "tests" / "fixtures" / "incidents"
 
 # Counts (not shares) so that adding incidents never lowers a floor by itself.
 FLOOR = {
-    "train": {"right_step": 268, "right_knob": 253},
-    "validation": {"right_step": 107, "right_knob": 88},
+    "train": {"right_step": 268, "right_knob": 253, "right_both": 251},
+    "validation": {"right_step": 107, "right_knob": 88, "right_both": 86},
 }
 
 
@@ -69,6 +69,7 @@ def test_accuracy_does_not_fall_below_the_last_measure(outcomes, split):
     row = bench.summarize(results)[split]["all"]
     assert row["right_step"] >= FLOOR[split]["right_step"], row
     assert row["right_knob"] >= FLOOR[split]["right_knob"], row
+    assert row["right_both"] >= FLOOR[split]["right_both"], row
 
 
 def test_the_scorer_can_fail():
@@ -151,13 +152,34 @@ def test_a_thread_that_accepts_both_ways_is_contradicted_by_neither():
     assert not other.wrong_direction
 
 
+def test_step_and_knob_counts_only_both_at_once():
+    """The thread's knob under another step is right knob, not right step and knob."""
+    bench = _bench()
+    incident = {
+        "id": "x",
+        "split": "train",
+        "log": "OOM",
+        "source": {"title": "OOM"},
+        "expected": {"step": 1, "knob": "tensor_parallel_size", "direction": "raise", "accept": []},
+    }
+
+    def top(step):
+        action = {"knob": "tensor_parallel_size", "direction": "raise"}
+        return {"findings": [{"id": "f", "step": step, "actions": [action]}]}
+
+    other_step, same_step = bench.score(incident, 1, top(2)), bench.score(incident, 1, top(1))
+    assert other_step.right_knob and not other_step.right_step
+    row = bench.summarize([other_step, same_step])["train"]["all"]
+    assert (row["right_knob"], row["right_step"], row["right_both"]) == (2, 1, 1)
+
+
 def test_every_incident_is_counted_once_by_what_the_thread_gave(outcomes):
     bench, results = outcomes
     table = bench.summarize(results)
     for split in ("train", "validation"):
         rows = table[split]
         parts = [rows[k] for k in ("pasted", "title") if k in rows]
-        for column in ("count", "right_step", "right_knob", "fix_offered"):
+        for column in ("count", "right_step", "right_knob", "right_both", "fix_offered"):
             assert sum(r[column] for r in parts) == rows["all"][column], (split, column)
     title = {"log": "Gemma OOM", "source": {"title": "Gemma  OOM"}}
     pasted = {"log": "Gemma OOM\nTraceback ...", "source": {"title": "Gemma OOM"}}
