@@ -33,6 +33,7 @@ from headroom.doctor import (
     rules_quant_tp,
     rules_runtime,
     rules_startup,
+    rules_throughput_caps,
     rules_topology,
     rules_upgrade,
     rules_v1_switch,
@@ -121,6 +122,7 @@ def all_rules():
         + rules_words_usage.RULES
         + rules_words_output.RULES
         + rules_words_start.RULES
+        + rules_throughput_caps.RULES
         + rules_hints.RULES
     )
 
