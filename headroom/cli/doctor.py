@@ -96,6 +96,8 @@ def render_text(diagnosis) -> str:
             out.append(f"     | {line}")
         for a in f.actions:
             value = "" if a.value is None else f" -> {a.value}"
+            if a.direction == "unset":
+                value = " (remove the environment variable)" if a.knob.isupper() else " (remove)"
             cost = f"; cost: {a.cost}" if a.cost else ""
             out.append(f"     * {a.direction} {a.knob}{value}: {a.why}{cost}")
     if diagnosis.lacking:

@@ -52,6 +52,7 @@ from headroom.doctor.findings import (
     DoctorInputs,
     Finding,
     StepStatus,
+    action_words,
     diagnosis_to_json,
     plan_to_changes,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "GpuSpec",
     "GpuSpecError",
     "StepStatus",
+    "action_words",
     "diagnose",
     "diagnosis_to_json",
     "parse_gpu_spec",

@@ -32,9 +32,11 @@ def action_problems(ctx, action) -> str | None:
     Advice without a value is not checked. (Quantization for memory is never generated for a
     checkpoint that already is quantized: search() and the OOM rule leave it out; a rule may
     still advise another checkpoint when the GPU cannot run this one's scheme.)"""
-    if action.value is None or action.knob not in KNOB_FIELD:
+    # An unset of --enforce-eager is eager off (vLLM's default): CUDA graphs take memory again.
+    value = False if (action.direction, action.knob) == ("unset", "enforce_eager") else action.value
+    if value is None or action.knob not in KNOB_FIELD:
         return None
-    changes = {action.knob: action.value, **dict(action.also)}
+    changes = {action.knob: value, **dict(action.also)}
     try:
         after_knobs = apply(ctx.knobs, changes)
         before, _ = problems(ctx.model, ctx.gpu, ctx.knobs, ctx.version, nodes=ctx.nodes)

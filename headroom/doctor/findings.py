@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from headroom.vllm_cmd import REMOVE  # the command module's removal marker, for an unset
+
 if TYPE_CHECKING:  # snapshot types of the probe layer; only needed for annotations
     from headroom.doctor.gpu_spec import GpuSpec
     from headroom.probes.host import HostFacts
@@ -22,7 +24,9 @@ if TYPE_CHECKING:  # snapshot types of the probe layer; only needed for annotati
     from headroom.vllm_cmd import VllmCommand
 
 SEVERITIES = ("info", "warning", "error")
-DIRECTIONS = ("raise", "lower", "set")
+# "unset" removes a knob: a flag with its `--no-x` / `=value` forms off the command line, or
+# an environment variable out of the server's environment (vLLM's default comes back).
+DIRECTIONS = ("raise", "lower", "set", "unset")
 
 # The five-step table. Step None is "other": host and NCCL settings, foreign processes,
 # a second engine on the same GPU.
@@ -37,10 +41,11 @@ STEP_NAMES: Mapping[int, str] = {
 
 @dataclass(frozen=True)
 class Action:
-    """One knob change. `value` None means advice only: it cannot be applied with one key."""
+    """One knob change. `value` None means advice only (it cannot be applied with one key),
+    except for "unset", which needs no value: the knob is removed, and its value is None."""
 
     knob: str  # vLLM engine-arg name with underscores, e.g. "gpu_memory_utilization"
-    direction: str  # "raise" | "lower" | "set"
+    direction: str  # "raise" | "lower" | "set" | "unset"
     value: object | None
     why: str
     cost: str = ""
@@ -54,8 +59,26 @@ class Action:
     def __post_init__(self) -> None:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, not {self.direction!r}")
+        if self.direction == "unset" and self.value is not None:
+            raise ValueError(f"an unset takes no value (the knob goes), not {self.value!r}")
         if self.step is not None and self.step not in STEP_NAMES:
             raise ValueError(f"step must be 1-5 or None, not {self.step!r}")
+
+    @property
+    def applicable(self) -> bool:
+        """Whether one key can apply it: a value to set, or a knob to remove."""
+        return self.value is not None or self.direction == "unset"
+
+
+def action_words(action: Action) -> str:
+    """The change in words: "raise max_num_seqs to 64", "unset enforce_eager (remove the
+    flag)", "unset VLLM_USE_V1 (remove the environment variable)", advice without a value."""
+    if action.direction == "unset":
+        what = "environment variable" if action.knob.isupper() else "flag"
+        return f"unset {action.knob} (remove the {what})"
+    if action.value is None:
+        return f"{action.direction} {action.knob}"
+    return f"{action.direction} {action.knob} to {action.value}"
 
 
 # Which step each knob belongs to (the table in README "The five steps"): step 4's budget and
@@ -173,6 +196,7 @@ def action_to_json(a: Action) -> dict[str, object]:
         "knob": a.knob,
         "direction": a.direction,
         "value": _jsonable(a.value),
+        "applicable": a.applicable,
         "why": a.why,
         "cost": a.cost,
         "also": {k: _jsonable(v) for k, v in a.also},
@@ -203,7 +227,10 @@ def diagnosis_to_json(d: Diagnosis) -> dict[str, object]:
 
 
 def plan_to_changes(action: Action) -> dict[str, object]:
-    """knob -> value for cmdline.apply_changes; empty for advice (value None)."""
+    """knob -> value for cmdline.apply_changes (vllm_cmd.REMOVE for an unset: the flag in
+    every spelling, or the environment variable, goes); empty for advice (value None)."""
+    if action.direction == "unset":
+        return {action.knob: REMOVE, **dict(action.also)}
     if action.value is None:
         return {}
     return {action.knob: action.value, **dict(action.also)}

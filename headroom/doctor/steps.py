@@ -13,7 +13,14 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from headroom.doctor.candidate_actions import action_problems
-from headroom.doctor.findings import STEP_NAMES, Action, Finding, StepStatus, finding_step
+from headroom.doctor.findings import (
+    STEP_NAMES,
+    Action,
+    Finding,
+    StepStatus,
+    finding_step,
+    plan_to_changes,
+)
 from headroom.doctor.memory_model import heads_valid
 from headroom.doctor.rules_parallel import gpus_per_node
 from headroom.vllm_cmd import apply_changes
@@ -121,7 +128,10 @@ def rank(findings: list[Finding]) -> list[Finding]:
 
 
 def _opposite(a: str, b: str) -> bool:
-    return {a, b} == {"raise", "lower"}
+    return {a, b} in ({"raise", "lower"}, {"set", "unset"})
+
+
+_PAST = {"raise": "raised", "lower": "lowered", "set": "set", "unset": "unset"}
 
 
 def resolve_conflicts(findings: list[Finding]) -> list[Finding]:
@@ -143,7 +153,8 @@ def resolve_conflicts(findings: list[Finding]) -> list[Finding]:
             )
             if conflict and prior is not None:
                 dropped.append(
-                    f"not proposing to {a.direction} {a.knob}: {prior[2]} wants it {prior[0]}d"
+                    f"not proposing to {a.direction} {a.knob}: "
+                    f"{prior[2]} wants it {_PAST.get(prior[0], prior[0])}"
                 )
             else:
                 kept.append(a)
@@ -245,6 +256,8 @@ def drop_no_ops(finding: Finding, ctx) -> Finding:
 
     def no_op(a: Action) -> str | None:
         if _changes_nothing(cmd, a):
+            if a.direction == "unset":
+                return f"no {a.knob} typed on the command line: nothing to unset"
             return f"{a.knob} is already {a.value} on the command line: not proposed"
         return None
 
@@ -268,9 +281,11 @@ def _without(finding: Finding, why_dropped: Callable[[Action], str | None]) -> F
 
 def _changes_nothing(cmd, action: Action) -> bool:
     # Environment variables (upper case) and advice without a value are not on the line.
-    if action.value is None or not action.knob.islower() or not cmd.has(action.knob):
+    if not action.applicable or not action.knob.islower():
         return False
-    changes = {action.knob: action.value, **dict(action.also)}
+    if action.direction != "unset" and not cmd.has(action.knob):
+        return False
+    changes = plan_to_changes(action)
     try:
         return apply_changes(cmd, changes).engine_args() == cmd.engine_args()
     except ValueError:  # a value the line cannot take: not ours to judge here

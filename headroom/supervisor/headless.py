@@ -16,6 +16,7 @@ import sys
 import time
 from typing import TextIO
 
+from headroom.doctor.findings import action_words
 from headroom.probes.safe_text import safe_text
 from headroom.supervisor.process import LaunchError
 from headroom.supervisor.restart import auto_fix_changes
@@ -122,8 +123,7 @@ async def run_headless(
                 fixes_left -= 1
                 printer.say(
                     "notice",
-                    f"auto-fix {attempt}/{auto_fix}: {finding.title}: "
-                    f"{action.direction} {action.knob} to {action.value}",
+                    f"auto-fix {attempt}/{auto_fix}: {finding.title}: {action_words(action)}",
                     sup.state,
                     finding=finding.id,
                     changes=changes,

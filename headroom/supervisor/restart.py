@@ -3,6 +3,8 @@
 
 A change map mixes vLLM engine-arg names (max_model_len, kv_cache_memory_bytes...) with
 environment variables (UPPER_CASE names such as NCCL_P2P_DISABLE); both show in the diff.
+REMOVE (a doctor "unset") drops a flag in every spelling, or one of Headroom's environment
+overrides; a variable inherited from Headroom's own environment cannot be dropped (refused).
 """
 
 from __future__ import annotations
@@ -79,6 +81,14 @@ def preview_restart(
     new_env = apply_env(env, env_changes)
     diff = [_shown(c.name, c.old, c.new) for c in diff_flags(command, new_cmd)]
     old_rel, new_rel = relevant_env(env), relevant_env(new_env)
+    for key, value in env_changes.items():
+        if (value is None or value is REMOVE) and key in new_rel:
+            # Only Headroom's own overrides can be taken away: a variable the child inherits
+            # from the environment Headroom runs in would still reach vLLM.
+            raise ValueError(
+                f"{key} comes from the environment Headroom was started in, not from its "
+                f"overrides: unset it there (`unset {key}`) and start again"
+            )
     for key in sorted(set(old_rel) | set(new_rel)):
         if old_rel.get(key) != new_rel.get(key):
             diff.append(FlagChangeView(f"env {key}", old_rel.get(key), new_rel.get(key)))
@@ -133,19 +143,26 @@ def auto_fix_changes(
         findings = citing + [f for f in findings if f not in citing]
     for finding in findings:
         for action in finding.actions:
-            if action.value is None:
+            if not action.applicable:
                 continue
             try:
                 changes = plan_to_changes(action)
             except (ValueError, TypeError, KeyError):
                 continue
             if command is not None and all(
-                not ENV_NAME.match(k) and command.get(k) == v for k, v in changes.items()
+                not ENV_NAME.match(k) and _already(command, k, v) for k, v in changes.items()
             ):
                 continue  # already so: trying it again would only repeat the failure
             if changes:
                 return dict(changes), finding, action
     return None
+
+
+def _already(command: VllmCommand, knob: str, value: object) -> bool:
+    """The command line is already so: the knob at this value, or absent for a removal."""
+    if value is REMOVE:
+        return not command.has(knob)
+    return command.get(knob) == value
 
 
 def plain(value: object) -> object:

@@ -80,7 +80,7 @@ def doctor_cases() -> list:
         for finding in diagnosis.findings:
             for action in finding.actions:
                 key = (action.knob, repr(action.value), action.also)
-                if action.value is None or key in seen:
+                if not action.applicable or key in seen:
                     continue
                 seen.add(key)
                 case_id = f"{name[:40]}-{action.knob}={action.value}"
@@ -99,6 +99,32 @@ def env_cases() -> list:
         ),
     ]
     return [pytest.param(command, a, id=f"env-{a.knob}") for a in actions]
+
+
+def unset_cases() -> list:
+    """Removals (a doctor "unset"): the flag in each spelling vLLM's parser takes (bare,
+    `=true`, the `--no-x` form of a BooleanOptionalAction, a `--disable-x`), and one of
+    Headroom's environment overrides."""
+    model = ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--port", "8000"]
+    lines = {
+        "enforce_eager": [*model, "--enforce-eager", "--max-model-len", "4096"],
+        "enforce_eager_eq": [*model, "--enforce-eager=true"],
+        "disable_custom_all_reduce": [
+            *model,
+            "--tensor-parallel-size",
+            "2",
+            "--disable-custom-all-reduce",
+        ],
+        "enable_chunked_prefill": [*model, "--no-enable-chunked-prefill"],
+    }
+    cases = []
+    for case_id, argv in lines.items():
+        knob = case_id.removesuffix("_eq")
+        action = Action(knob, "unset", None, "the flag costs speed here")
+        cases.append(pytest.param(parse_command(argv), action, id=f"unset-{case_id}"))
+    env = Action("VLLM_LOGGING_LEVEL", "unset", None, "back to vLLM's default level")
+    cases.append(pytest.param(parse_command(model), env, id="unset-env-override"))
+    return cases
 
 
 DOCTOR_CASES = doctor_cases()
@@ -130,7 +156,7 @@ def _env_rows(before: dict[str, str], after: dict[str, str]) -> set[tuple[str, o
     return {(f"env {k}", old.get(k), new.get(k)) for k in {*old, *new} if old.get(k) != new.get(k)}
 
 
-@pytest.mark.parametrize(("command", "action"), DOCTOR_CASES + env_cases())
+@pytest.mark.parametrize(("command", "action"), DOCTOR_CASES + env_cases() + unset_cases())
 async def test_the_dialog_shows_what_the_supervisor_launches(
     command, action, tmp_path, monkeypatch
 ):
@@ -165,3 +191,56 @@ async def test_the_dialog_shows_what_the_supervisor_launches(
     for name, _, _ in dialog_rows:
         assert name in shown  # and the dialog draws every row
     assert list(plan.new_argv or []) == argv  # "restart it yourself with" is the same line
+
+
+@pytest.mark.parametrize(("command", "action"), unset_cases())
+async def test_an_unset_removes_the_knob_from_what_is_launched(
+    command, action, tmp_path, monkeypatch
+):
+    """The launched line has no token of the flag left, or the child no such variable."""
+    launched: list[tuple[list[str], dict[str, str]]] = []
+
+    def record_instead_of_launching(argv, env, log_path, cwd=None):
+        launched.append((list(argv), dict(env)))
+        raise LaunchError("test: recorded, not launched")
+
+    monkeypatch.setattr(supervisor_module.ManagedProcess, "spawn", record_instead_of_launching)
+    monkeypatch.delenv(action.knob, raising=False)
+    settings = SupervisorSettings(data_dir=tmp_path, preflight=False)
+    sup = Supervisor(command, settings, env=BASE_ENV, nvml_probe=False)
+    plan = restart_plan(action, sup.preview)
+    assert plan.error is None and "unset" in plan.title
+    await sup.restart(plan.changes, expected=plan.preview)
+    argv, env = launched[0]
+    if action.knob.isupper():
+        assert action.knob in sup.child_env(BASE_ENV) and action.knob not in env
+        assert [(c.name, c.new) for c in plan.diff] == [(f"env {action.knob}", None)]
+        return
+    assert not parse_command(argv).has(action.knob)
+    spelled = action.knob.replace("_", "-")
+    assert not [t for t in argv if spelled in t], argv
+    assert [(c.name, c.new) for c in plan.diff] == [(action.knob, None)]
+
+
+async def test_an_unset_of_an_inherited_variable_is_refused(tmp_path, monkeypatch):
+    """VLLM_USE_V1=0 exported before Headroom started is not Headroom's to take away: the
+    dialog says so and the supervisor launches nothing."""
+    launched: list[list[str]] = []
+
+    def record_instead_of_launching(argv, env, log_path, cwd=None):
+        launched.append(list(argv))
+        raise LaunchError("test: recorded, not launched")
+
+    monkeypatch.setattr(supervisor_module.ManagedProcess, "spawn", record_instead_of_launching)
+    monkeypatch.setenv("VLLM_USE_V1", "0")
+    command = parse_command(["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"])
+    sup = Supervisor(
+        command,
+        SupervisorSettings(data_dir=tmp_path, preflight=False),
+        env=BASE_ENV,
+        nvml_probe=False,
+    )
+    plan = restart_plan(Action("VLLM_USE_V1", "unset", None, "V1 back"), sup.preview)
+    assert plan.error is not None and "unset VLLM_USE_V1" in plan.error
+    outcome = await sup.restart(plan.changes)
+    assert not outcome.ok and not launched

@@ -311,3 +311,21 @@ def test_ready_timeout_is_ten_minutes_or_twice_the_last_good_start(tmp_path):
     assert sup.ready_timeout() == 840.0
     sup.last_good_start_s = 100.0  # (the worked-out timeout is forgotten with it)
     assert sup.ready_timeout() == 600.0
+
+
+async def test_an_unset_that_fails_rolls_back_to_the_flag(tmp_path, cleanup):
+    """A removed flag comes back with the rollback like any other change: the doctor's
+    "unset enforce_eager" (REMOVE) with a TP the fake refuses, then the last good line."""
+    from headroom.vllm_cmd import REMOVE
+
+    sup, events = make_supervisor(tmp_path, "--enforce-eager", "--max-model-len", "512")
+    cleanup(sup)
+    await sup.start()
+    assert await sup.wait_ready(timeout_s=30)
+    outcome = await sup.restart({"enforce_eager": REMOVE, "tensor_parallel_size": 3})
+    assert [str(d) for d in outcome.diff][0] == "- enforce_eager (on)"
+    assert not outcome.ok
+    assert outcome.rolled_back and outcome.rollback_ok
+    assert sup.state == ServerState.READY
+    assert sup.command.get("enforce_eager") is True
+    assert sup.journal.records()[1].changes == {"enforce_eager": None, "tensor_parallel_size": 3}

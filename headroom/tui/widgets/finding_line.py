@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from headroom.doctor.findings import Action, Diagnosis
+from headroom.doctor.findings import Action, Diagnosis, action_words
 from headroom.tui.format import escape_markup as escape
 from headroom.tui.widgets.cheap_update import set_markup
 
@@ -15,6 +15,8 @@ def action_text(action: Action) -> str:
     """ "raise gpu_memory_utilization to 0.95"; a byte count also in MiB/GiB, and an action
     without a value (advice the doctor cannot turn into a flag) says so."""
     value = action.value
+    if action.direction == "unset":
+        return action_words(action)
     if value is None:
         return f"{action.direction} {action.knob} (advice: no value to apply)"
     text = f" to {value}"
