@@ -78,6 +78,15 @@ _ZH = (
     r"(?:还是|仍然|依然|却)(?:会)?(?:占用|占了|占满)(?:了)?\s*(?:0?\.\d{1,2}|\d{2,3}\s*%)",
 )
 _TAKEN = re.compile("|".join(f"(?:{p})" for p in (*_EN, *_ZH)), _IA)
+# A size seen taken, in a sentence that names the GPU's memory elsewhere: "文档写占用显存18GB，
+# 但是我实际vllm部署时候发现占用了70多GB呢" (OpenBMB/MiniCPM-V#919: the docs' 18 GB against the 70
+# the reservation took). "了" says it was observed; "多" after the number is "more than".
+_ZH_SIZE_TAKEN = re.compile(
+    r"(?:占用|占|吃|用|消耗)了\s*(?:将近|接近|差不多|大约|约)?\s*\d+(?:\.\d+)?\s*多?\s*"
+    r"(?:G|GB|GiB)(?![A-Za-z])",
+    _IA,
+)
+_GPU_MEMORY_NAMED = re.compile(r"显存|显卡|\bGPU|\bVRAM\b", _IA)
 # Host memory, disk: not the GPU's; vLLM's own lines ("Model loading took 13.31 GiB memory",
 # "Graph capturing finished in 71 secs, took 6.56 GiB") report, they do not complain. A
 # negation before it: not the complaint.
@@ -117,6 +126,10 @@ def memory_taken(text: object) -> bool:
             for match in _TAKEN.finditer(sentence):
                 if not _NEGATED.search(sentence[: match.start()]):
                     return True
+            if _GPU_MEMORY_NAMED.search(sentence):
+                for match in _ZH_SIZE_TAKEN.finditer(sentence):
+                    if not _NEGATED.search(sentence[: match.start()]):
+                        return True
         return False
     except Exception:  # a reader of untrusted text must not stop the doctor
         return False

@@ -32,6 +32,8 @@ from headroom.probes.symptom_usage import memory_taken
         "[Performance]: Why does vllm spend so much memory even using OPT model?",
         # QwenLM/Qwen#835 (description): it takes the whole GPU memory, can it be limited to 50 %
         "vLLM 部署时会占用整个显存，这个有办法限制吗？比如限制只占用 50 % 的显存",
+        # OpenBMB/MiniCPM-V#919 (title): a size seen taken, the GPU's memory named before it
+        "[vllm] - 文档写占用显存18GB，但是我实际vllm部署时候发现占用了70多GB呢",
     ],
 )
 def test_vllm_said_to_take_too_much_gpu_memory(text):
@@ -49,6 +51,9 @@ def test_vllm_said_to_take_too_much_gpu_memory(text):
         "Graph capturing finished in 71 secs, took 6.56 GiB",  # vllm-project/vllm#11452
         "The model is only 1.6G",  # vllm-project/vllm#15216
         "Runing API OOM",  # vllm-project/vllm#882: a failure, not a reservation
+        # a size taken with no word of the GPU's memory: a disk or the host's ("内存")
+        "模型文件占用了70GB",
+        "加载后占用了70GB内存",
     ],
 )
 def test_not_the_complaint(text):
