@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
+from headroom.doctor.oom_capture import CAPTURE_CLOSES, capture_open_at_oom
 from headroom.doctor.oom_lengths import length_in_force
 from headroom.doctor.oom_numbers import foreign_gib, own_memory, parse_oom, too_little_left
 from headroom.doctor.oom_sizes import idle_gpus
@@ -118,7 +119,14 @@ def oom_phase(ctx, event: LogEvent) -> str:
         return "kv-alloc"
     if "sampler" in around or "warming up sampler" in around:
         return "sampler"
-    if "captur" in around or (_number(nums, "graph_pools_gib") or 0.0) > 1.0:
+    # "Graph capturing finished" closes a capture: after it the OOM is not in one
+    if (
+        "captur" in around.replace(CAPTURE_CLOSES, "")
+        or (_number(nums, "graph_pools_gib") or 0.0) > 1.0
+    ):
+        return "graphs"
+    if capture_open_at_oom(ctx, event):
+        # the start-up's order places it: a capture opened and never closed (oom_capture.py)
         return "graphs"
     if any(e.kind in ("startup_complete", "stats") for e in before):
         return "runtime"
@@ -244,6 +252,10 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
         title = "Out of GPU memory allocating the KV cache"
     elif phase == "graphs":
+        opened = capture_open_at_oom(ctx, event)
+        if opened:
+            evidence.append(f"the OOM came after vLLM began CUDA-graph capture, which never "
+                            f"finished: {opened}")  # fmt: skip
         acts = [
             A.enforce_eager("CUDA-graph capture needs memory outside the KV cache"),
             A.lower_kv_memory(ctx, None, "leaves room for CUDA-graph pools"),
