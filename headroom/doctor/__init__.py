@@ -37,6 +37,7 @@ from headroom.doctor import (
     rules_topology,
     rules_upgrade,
     rules_v1_switch,
+    rules_v1_words,
     rules_weights_layout,
     rules_words,
     rules_words_fix,
@@ -125,6 +126,7 @@ def all_rules():
         + rules_words_output.RULES
         + rules_words_start.RULES
         + rules_throughput_caps.RULES
+        + rules_v1_words.RULES
         + rules_hints.RULES
     )
 
