@@ -119,16 +119,19 @@ def oom_phase(ctx, event: LogEvent) -> str:
         return "kv-alloc"
     if "sampler" in around or "warming up sampler" in around:
         return "sampler"
+    serving = any(e.kind in ("startup_complete", "stats") for e in before)
     # "Graph capturing finished" closes a capture: after it the OOM is not in one
-    if (
-        "captur" in around.replace(CAPTURE_CLOSES, "")
-        or (_number(nums, "graph_pools_gib") or 0.0) > 1.0
-    ):
+    if "captur" in around.replace(CAPTURE_CLOSES, ""):
+        return "graphs"
+    if (_number(nums, "graph_pools_gib") or 0.0) > 1.0 and not serving:
+        # PyTorch's "allocated in private pools (e.g., CUDA Graphs)": graphs exist, so the
+        # start-up reached capture. Once the engine serves the pools stay for replay
+        # (every release): then they say nothing about where the OOM was.
         return "graphs"
     if capture_open_at_oom(ctx, event):
         # the start-up's order places it: a capture opened and never closed (oom_capture.py)
         return "graphs"
-    if any(e.kind in ("startup_complete", "stats") for e in before):
+    if serving:
         return "runtime"
     if any(frame in around for frame in _FORWARD_FRAMES):
         # The traceback runs through the model's forward (the start-up profile or a step):

