@@ -263,6 +263,13 @@ def cuda_oom(ctx) -> list[Finding]:
             A.enforce_eager("CUDA-graph capture needs memory outside the KV cache"),
             A.lower_kv_memory(ctx, None, "leaves room for CUDA-graph pools"),
         ]
+        version = parse_version(ctx.version)
+        if version is None or not is_v1(version):
+            # V0 captures one graph per batch size up to max_num_seqs (model_runner.py
+            # max_batchsize_to_capture, 0.5-0.10), and its hint says "You can also reduce
+            # the `max_num_seqs` as needed to decrease memory usage."
+            acts.append(A.lower_max_num_seqs(seqs, None, "V0 captures a graph per batch size "
+                                             "up to max_num_seqs: fewer, smaller graphs"))  # fmt: skip
         title = "Out of GPU memory capturing CUDA graphs"
     elif v0_whole_prompt_profile(ctx) and (
         phase != "unknown" or (_number(nums, "tried_gib") or 0.0) >= _WHOLE_PROMPT_TENSOR_GIB

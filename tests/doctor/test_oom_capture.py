@@ -170,3 +170,15 @@ def test_graph_pools_place_an_oom_in_capture_only_before_the_engine_serves():
     assert not any(
         a.knob == "gpu_memory_utilization" and a.direction == "raise" for a in serving.actions
     )
+
+
+def test_v0_capture_also_offers_fewer_sequences_v1_does_not():
+    """V0 captures one graph per batch size up to max_num_seqs (its hint: 'You can also
+    reduce the max_num_seqs'); V1's capture sizes are its own list, so only V0 (or an
+    unknown release) gets the third knob, lowered."""
+    v0 = diagnose(DoctorInputs(log=IN_CAPTURE, vllm_version="0.6.4")).findings[0]
+    seqs = [a for a in v0.actions if a.knob == "max_num_seqs"]
+    assert seqs and seqs[0].direction == "lower" and v0.actions[0].knob == "enforce_eager"
+    v1 = diagnose(DoctorInputs(log=IN_CAPTURE, vllm_version="0.10.1")).findings[0]
+    assert v1.id == "cuda-oom-graphs"
+    assert not any(a.knob == "max_num_seqs" for a in v1.actions)
