@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from headroom.doctor.findings import Action, Finding
+from headroom.doctor.removed_flag_knobs import replacement_action
 
 # Removed flags, read in each wheel's engine/arg_utils.py: (the last release read that has it,
 # the first read without it, what replaces it).
@@ -29,6 +30,7 @@ _REMOVED: dict[str, tuple[str, str, str]] = {
         "0.11.0",
         "the compilation config's cudagraph_capture_sizes",
     ),
+    "--task": ("0.12.0", "0.13.0", "--runner (and --convert) replace it"),
 }
 # Flags that are not vLLM's own for one of its knobs: (knob, why).
 _MEANT: dict[str, tuple[str, str]] = {
@@ -92,6 +94,9 @@ def unrecognized_arguments(ctx) -> list[Finding]:
                 f"{flag} is in vLLM up to {last} and gone by {gone} (the releases read): drop it; "
                 f"{instead}"
             )
+            replaced = replacement_action(flag, value)  # the flag vLLM named in its place
+            if replaced is not None:
+                acts.append(replaced)
         elif flag in _MEANT:
             knob, why = _MEANT[flag]
             number = _number(value) if knob != "kv_cache_memory_bytes" else None
