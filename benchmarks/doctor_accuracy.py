@@ -240,7 +240,9 @@ def render(table: dict) -> str:
     lines = []
     order = ["all", "1", "2", "3", "4", "5", "other", "pasted", "title"]
     for split in SPLITS:
-        rows = table.get(split, {})
+        rows = table.get(split)
+        if not rows:  # --split train: the other split is not run, so it has no header either
+            continue
         lines.append(f"{split}")
         lines.append(
             "  step    count  right step  right knob+dir  step and knob  fix offered"

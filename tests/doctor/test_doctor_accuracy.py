@@ -184,3 +184,17 @@ def test_every_incident_is_counted_once_by_what_the_thread_gave(outcomes):
     title = {"log": "Gemma OOM", "source": {"title": "Gemma  OOM"}}
     pasted = {"log": "Gemma OOM\nTraceback ...", "source": {"title": "Gemma OOM"}}
     assert bench.title_only(title) and not bench.title_only(pasted)
+
+
+def test_a_split_that_was_not_run_prints_no_header():
+    """`--split train` prints the training table alone, not an empty validation heading."""
+    bench = _bench()
+    incident = {
+        "id": "x",
+        "split": "train",
+        "log": "OOM",
+        "source": {"title": "OOM"},
+        "expected": {"step": None, "knob": None, "direction": None, "accept": []},
+    }
+    text = bench.render(bench.summarize([bench.score(incident, 1, {"findings": []})]))
+    assert text.startswith("train") and "validation" not in text
