@@ -17,6 +17,7 @@ from headroom.doctor import (
     rules_catalog_requests,
     rules_compat,
     rules_defaults,
+    rules_eager_speed,
     rules_flags,
     rules_gpu,
     rules_hang,
@@ -127,6 +128,7 @@ def all_rules():
         + rules_words_start.RULES
         + rules_throughput_caps.RULES
         + rules_v1_words.RULES
+        + rules_eager_speed.RULES
         + rules_hints.RULES
     )
 

@@ -36,8 +36,9 @@ from headroom.probes.symptom_throughput import throughput_limited
 ID = "words-throughput-capped"
 # The tuning guide's floor for throughput with chunked prefill (V1 optimization.md).
 THROUGHPUT_BATCHED_TOKENS = 8192
-# Lines of the log that may sit beside the words: start-up facts and the periodic stats.
-_NEUTRAL_KINDS = frozenset(
+# Lines of the log that may sit beside the words: start-up facts and the periodic stats
+# (rules_eager_speed reads the same set).
+NEUTRAL_KINDS = frozenset(
     {
         "version",
         "model",
@@ -153,7 +154,7 @@ def throughput_capped(ctx) -> list[Finding]:
     said = _words_say_limit(ctx)
     if said is None:
         return []
-    if any(e.kind not in _NEUTRAL_KINDS for e in ctx.events) or _kv_bound(ctx):
+    if any(e.kind not in NEUTRAL_KINDS for e in ctx.events) or _kv_bound(ctx):
         return []  # a failure or a full KV cache: their rules answer, and never with a raise
     version = effective_version(ctx.version)
     acts = [a for a in (_seqs_action(ctx, version), _tokens_action(ctx, version)) if a]
