@@ -18,6 +18,7 @@ from headroom.doctor import (
     rules_compat,
     rules_defaults,
     rules_eager_speed,
+    rules_executor_backend,
     rules_flags,
     rules_gpu,
     rules_hang,
@@ -112,6 +113,7 @@ def all_rules():
         + rules_catalog_comms.RULES
         + rules_catalog_requests.RULES
         + rules_catalog_config.RULES
+        + rules_executor_backend.RULES
         + rules_catalog_loading.RULES
         + rules_v1_switch.RULES
         + rules_flags.RULES

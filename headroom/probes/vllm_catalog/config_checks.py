@@ -103,6 +103,16 @@ ENTRIES: tuple[S, ...] = (
       fields=("method", "supported"),
       feeds=NOT_CONFIG + ": this release does not know the method (upgrade vLLM, or the method's right name)",
       examples=("ValueError: Unknown quantization method: gptq. Must be one of ['awq', 'squeezellm'].",)),
+    # vllm/config (ParallelConfig, 0.6.3-0.33): --distributed-executor-backend given a name it
+    # lacks; vllm-project/vllm-ascend#287 (its docs passed "tp"), answered with "mp".
+    S("executor_backend_unknown", "executor_backend_unknown", "error",
+      ("Unrecognized distributed executor backend",),
+      r"Unrecognized distributed executor backend (?P<backend>\S+?)\. Supported values are",
+      require_match=False, origin="raise", probe=("Unrecognized distributed executor backend ",),
+      fields=("backend",),
+      feeds="executor-backend-unknown (rules_executor_backend): set --distributed-executor-backend mp, or ray across nodes",
+      examples=("ValueError: Unrecognized distributed executor backend tp. Supported values are 'ray', 'mp' 'uni', "
+                "'external_launcher' or custom ExecutorBase subclass.",)),
     # --- the derived context length (V0's warning, 0.5.5-0.10.2 arg_utils.py) ------------------
     S("long_context_warning", "long_context_warning", "warning", ("The model has a long context length (",),
       r"long context length \((?P<context_length>\d+)\)", probe=("The model has a long context length (",),

@@ -798,6 +798,14 @@ PROVENANCE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
         ),
         (),
     ),
+    'executor_backend_unknown': (
+        ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2', '0.11.0', '0.14.1', '0.17.1', '0.20.2', '0.25.1', '0.32.0', '0.33.0'),
+        (
+            '0.5.5: vllm/config.py:834',
+            '0.10.2: vllm/config/parallel.py:429',
+        ),
+        (),
+    ),
     'long_context_warning': (
         ('0.5.5', '0.6.4.post1', '0.6.6.post1', '0.7.3', '0.8.5', '0.9.2', '0.10.2'),
         (
