@@ -62,8 +62,6 @@ _EN = (
     rf"{_EAGER}[^.;!?]{{0,40}}?\b(?:slows?|slowed|reduces?|reduced|hurts?|kills?|degrades?|"
     r"degraded|lowers?|halves|cuts?)\s+(?:\w+\s+){0,2}?(?:perf(?:ormance)?|speed|throughput|"
     r"generation|decod(?:e|ing)|inference|tokens?/s)\b",
-    # "`enforce_eager: true` default makes LoRA generation 2x slower" (NovaSky-AI/SkyRL#607)
-    rf"{_EAGER}[^.;!?]{{0,40}}?\bmak(?:es?|ing)\b[^.;!?]{{0,40}}?\bslower\b",
     # "slow token generation", "slow decoding", "slow inference"
     rf"\b{_DEGREE}slow(?:er)?\s+{_GENERATION}\b",
     # "slows down token generation", "massively slows down decode"

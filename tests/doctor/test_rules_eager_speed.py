@@ -59,7 +59,6 @@ def _eager(log: str, argv: list[str] | None):
         MONAI,
         "fix: rm enforce eager from vllm deploy - prefer perf over pod launch time",  # dynamo#2109
         "fix(vllm): stop forcing --enforce-eager on all LLM endpoints",  # llm-engine#851
-        "[skyrl-train] New `enforce_eager: true` default makes LoRA generation 2x slower",
         "vllm 推理速度很慢",  # field_words/titles.jsonl
     ],
 )

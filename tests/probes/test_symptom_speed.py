@@ -26,8 +26,7 @@ TITLES = Path(__file__).resolve().parents[1] / "fixtures" / "field_words" / "tit
         "A6000 (Holoscan IGX, arm64) is very slow (11.2 tokes/s)",
         "`--enforce-eager` option slows down token generation",  # the same thread's title
         "fix: rm enforce eager from vllm deploy - prefer perf over pod launch time",  # dynamo#2109
-        # NovaSky-AI/SkyRL#607 and #665 (titles)
-        "[skyrl-train] New `enforce_eager: true` default makes LoRA generation 2x slower",
+        # NovaSky-AI/SkyRL#665 (title)
         "[lora] enforce_eager=true slows down generation time dramatically with LoRA",
         # dphnAI/sonar#1114 (title)
         "[Bug]: --enforce-eager reduces performance in -tp >1 significantly compared to vLLM",
