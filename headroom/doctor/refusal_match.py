@@ -8,21 +8,46 @@ from __future__ import annotations
 
 import re
 
+from headroom.doctor.pattern_literals import could_match, required_literals
+
 
 def first_match(ctx, pattern: re.Pattern[str]) -> tuple[dict, str] | None:
     """The pattern's groups and the line, on the raw lines (one at a time, then joined)."""
+    # Only a line holding the pattern's literal text is searched, and each distinct line once:
+    # a flood of long lines (a progress bar, `x` * 1023) otherwise costs every pattern a scan
+    # of every line, quadratic where the pattern opens on `\w+` (pattern_literals).
+    needs = required_literals(pattern)
+    searched: set[str] = set()
     for line in ctx.raw_lines:
+        if line in searched or not could_match(needs, line):
+            continue
+        searched.add(line)
         match = pattern.search(line)
         if match:
             return match_groups(match), line.strip()
     # A message wrapped over lines by a terminal or a pasted block: read the lines joined,
     # at the words (an editor's wrap), then where a hard wrap cut inside a word.
-    tail = ctx.raw_lines[-400:]
-    for joined in (" ".join(line.strip() for line in tail), hard_wrap_joined(tail)):
-        match = pattern.search(joined)
+    for joined in _joined_tail(ctx):
+        match = pattern.search(joined) if could_match(needs, joined) else None
         if match:
             return match_groups(match), joined[max(match.start() - 40, 0) : match.end() + 40]
     return None
+
+
+def _joined_tail(ctx) -> tuple[str, str]:
+    """The last 400 raw lines joined at the words and at a hard wrap, built once per context
+    (a dozen rules read them; each join of a flood is half a megabyte)."""
+    lines = ctx.raw_lines
+    cached = getattr(ctx, "__dict__", {}).get("_refusal_joined_tail")
+    if cached is not None and cached[0] is lines:
+        return cached[1]
+    tail = lines[-400:]
+    joined = (" ".join(line.strip() for line in tail), hard_wrap_joined(tail))
+    try:
+        ctx.__dict__["_refusal_joined_tail"] = (lines, joined)
+    except AttributeError:  # a context without a __dict__ (a test's stand-in): no cache
+        pass
+    return joined
 
 
 # A terminal (or `fold -w`) cuts a long line every W columns, inside a word as often as not:
@@ -60,12 +85,18 @@ def hard_wrap_joined(lines: list[str]) -> str:
     return "".join(parts).strip()
 
 
+_LEADING_WORD = re.compile(r"^\S+")
+_TRAILING_WORD = re.compile(r"\S+$")
+
+
 def _leading_word(text: str) -> int:
-    return len(text) - len(re.sub(r"^\S+", "", text))
+    found = _LEADING_WORD.search(text)
+    return len(found.group()) if found else 0
 
 
 def _trailing_word(text: str) -> int:
-    return len(text) - len(re.sub(r"\S+$", "", text))
+    found = _TRAILING_WORD.search(text)
+    return len(found.group()) if found else 0
 
 
 def match_groups(match: re.Match[str]) -> dict:

@@ -311,10 +311,16 @@ def text_facts(
     known = {getattr(e, "lineno", None) for e in events}
     found: WordFacts | None = None
     setup: WordFacts | None = None
+    read: set[object] = set()
     for offset, line in enumerate(lines):
         recognised = first_lineno + offset in known
-        if recognised and not short:
+        if (recognised and not short) or (isinstance(line, str) and line in read):
             continue
+        # A line read once says the same again (facts_of_text is pure) and what it said has
+        # already been weighed: a flood of one repeated line is read once. (A recognised line
+        # of a short text is read for its setup only, so a repeat elsewhere is read again.)
+        if isinstance(line, str) and not recognised:
+            read.add(line)
         facts = facts_of_text(line)
         if found is None and not errors and not recognised and facts.states_more:
             found = facts
