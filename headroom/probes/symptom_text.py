@@ -38,6 +38,14 @@ __all__ = ["symptom_of_line", "text_symptoms"]
 _IA = re.IGNORECASE | re.ASCII
 
 _MAX_CHARS = 2000  # a sentence or a title; the rest of a pasted megabyte line is not words
+# The words readers (this module's and symptom_facts' two dozen) are built for a thread's
+# words: a title and a few sentences. The training incidents and fixture logs give them at
+# most 5,858 characters of words in all, and the longest line that stated anything has 757.
+# Past this many characters of text that reads as words (vLLM's own lines, a client's, code
+# and lines no needle names cost nothing and count nothing) a log is a program's output, and
+# the readers, several quadratic on a long word, cost ~5 ms a 1 KB line (4,000 distinct lines
+# of one long word took 22 s). So they stop there: what they answer is what the first lines say.
+WORDS_BUDGET = 64_000
 
 # "OOM", "OOMs", "OOM'd", "OOMing", "CUDA OOM", "GPU-OOM": the word alone, not "OOMKilled",
 # "oom_score_adj" or "OOM-killer" (the kernel's, host memory).
@@ -195,17 +203,27 @@ def _reported(pattern: re.Pattern[str], text: str) -> bool:
 def symptom_of_line(line: object, lineno: int | None = None) -> LogEvent | None:
     """The symptom one line of human text names, as the log reader's event, or None.
     Never raises: anything not a non-empty str is None."""
+    return _read_line(line, lineno)[0]
+
+
+def _read_line(line: object, lineno: int | None) -> tuple[LogEvent | None, int]:
+    """symptom_of_line's event, and how many characters its patterns ran over (0 for a line
+    no needle names, vLLM's own, a client's or code: those cost a substring search)."""
     if not isinstance(line, str) or not line.strip():
-        return None
+        return None, 0
     text = line[:_MAX_CHARS]
     low = text.lower()
     if not _might_name(low):
-        return None  # most lines: no regex at all
+        return None, 0  # most lines: no regex at all
     try:
         if split_prefix(text)[0] is not None or is_client_text(text) or _CODE.match(text):
-            return None  # vLLM's own log line, a client's text, or a line of code
+            return None, 0  # vLLM's own log line, a client's text, or a line of code
     except Exception:  # a reader of untrusted text must not stop the doctor
-        return None
+        return None, 0
+    return _symptom_of_words(line, text, lineno), len(text)
+
+
+def _symptom_of_words(line: str, text: str, lineno: int | None) -> LogEvent | None:
     words = _URL.sub(" ", text)
     if _HOST_MEMORY.search(words):
         return None
@@ -233,10 +251,21 @@ def text_symptoms(
         return []
     known = {getattr(e, "lineno", None) for e in events}
     found: dict[str, LogEvent] = {}
+    read: set[str] = set()
+    budget = WORDS_BUDGET
     for offset, line in enumerate(lines):
         if first_lineno + offset in known:
             continue
-        event = symptom_of_line(line, first_lineno + offset)
+        if budget <= 0:
+            break  # past a thread's words: a program's output (WORDS_BUDGET)
+        # A repeated line names the symptom its first copy named (symptom_of_line reads the
+        # text alone) and only a kind's first line is kept: a flood is read once.
+        if isinstance(line, str):
+            if line in read:
+                continue
+            read.add(line)
+        event, cost = _read_line(line, first_lineno + offset)
+        budget -= cost
         if event is not None:
             found.setdefault(event.kind, event)
     return list(found.values())
