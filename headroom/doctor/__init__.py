@@ -33,6 +33,7 @@ from headroom.doctor import (
     rules_preflight,
     rules_quant_preflight,
     rules_quant_tp,
+    rules_quant_wish,
     rules_runtime,
     rules_startup,
     rules_throughput_caps,
@@ -129,6 +130,7 @@ def all_rules():
         + rules_words_output.RULES
         + rules_words_start.RULES
         + rules_throughput_caps.RULES
+        + rules_quant_wish.RULES
         + rules_v1_words.RULES
         + rules_eager_speed.RULES
         + rules_hints.RULES
