@@ -5,6 +5,7 @@ the engine config line is vLLM 0.32.0's on the CPU backend (tests/fixtures/vllm-
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,20 @@ def test_the_capture_advice_is_not_eager_in_force():
     ctx = Context(DoctorInputs(log=digest_text(f"{advice}\nThe speed is very slow")))
     assert _eager_in_force(ctx) is None
     assert eager_slows_decoding(ctx) == []
+
+
+def test_no_field_title_of_memory_or_a_hang_loses_its_eager_mode():
+    """Every OOM, KV, memory-taken, hang or preemption text of the field survey
+    (tests/fixtures/field_words/titles.jsonl), typed beside --enforce-eager: nothing unsets it."""
+    rows = (FIXTURES / "field_words" / "titles.jsonl").read_text(encoding="utf-8").splitlines()
+    kept = {"oom", "kv", "memory_taken", "hang", "preemption", "quant"}
+    texts = [r["text"] for r in map(json.loads, rows) if r["label"] in kept]
+    assert len(texts) > 100
+    for text in texts:
+        unset = [
+            (f.id, a.knob)
+            for f in _findings(text, EAGER)
+            for a in f.actions
+            if a.direction == "unset"
+        ]
+        assert not unset, (text, unset)
