@@ -38,6 +38,7 @@ from headroom.doctor import (
     rules_startup,
     rules_throughput_caps,
     rules_topology,
+    rules_tp_slower,
     rules_upgrade,
     rules_v1_switch,
     rules_v1_words,
@@ -131,6 +132,7 @@ def all_rules():
         + rules_words_start.RULES
         + rules_throughput_caps.RULES
         + rules_quant_wish.RULES
+        + rules_tp_slower.RULES
         + rules_v1_words.RULES
         + rules_eager_speed.RULES
         + rules_hints.RULES
