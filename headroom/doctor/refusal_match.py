@@ -17,11 +17,13 @@ def first_match(ctx, pattern: re.Pattern[str]) -> tuple[dict, str] | None:
     # a flood of long lines (a progress bar, `x` * 1023) otherwise costs every pattern a scan
     # of every line, quadratic where the pattern opens on `\w+` (pattern_literals).
     needs = required_literals(pattern)
-    searched: set[str] = set()
+    seen: set[str] = set()
     for line in ctx.raw_lines:
-        if line in searched or not could_match(needs, line):
+        if line in seen:
             continue
-        searched.add(line)
+        seen.add(line)
+        if not could_match(needs, line):
+            continue
         match = pattern.search(line)
         if match:
             return match_groups(match), line.strip()
