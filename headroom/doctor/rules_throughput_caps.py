@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.versions import batch_defaults, effective_version, is_v1
+from headroom.probes.symptom_hang import hang_words
 from headroom.probes.symptom_throughput import throughput_limited
 
 ID = "words-throughput-capped"
@@ -156,6 +157,8 @@ def throughput_capped(ctx) -> list[Finding]:
         return []
     if any(e.kind not in NEUTRAL_KINDS for e in ctx.events) or _kv_bound(ctx):
         return []  # a failure or a full KV cache: their rules answer, and never with a raise
+    if hang_words(ctx.raw_lines[:200], ctx.events) is not None:
+        return []  # a GPU idle because the server hangs: rules_hang's, not the cap's
     version = effective_version(ctx.version)
     acts = [a for a in (_seqs_action(ctx, version), _tokens_action(ctx, version)) if a]
     if not acts:

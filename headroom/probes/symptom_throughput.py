@@ -40,6 +40,9 @@ _EN = (
     r"\b(?:low|poor)\s+GPU\s+(?:compute\s+)?(?:utili[sz]ation|usage|util|load)\b",
     r"\bGPU\s+(?:compute\s+)?(?:utili[sz]ation|usage|util|load)\s+(?:is\s+|was\s+|stays?\s+)?"
     r"(?:very\s+|so\s+|too\s+|quite\s+)?(?:low|only\s+\d{1,2}\s*%)",
+    # a compute load measured well below full: "| GPU utilization (node 2) | 37% |" (a
+    # two-node DGX Spark write-up's table at --max-num-seqs 1); 0 % is an idle or hung GPU
+    r"\bGPU\s+(?:compute\s+)?utili[sz]ation\b[^%\n]{0,24}?(?<![\d.])(?:[1-9]|[1-4]\d)\s*%",
     # more concurrency wanted, or said to be capped
     r"\b(?:raise|raises|raising|increase|increases|increasing|more|higher|boost|improve|"
     r"improves)\s+(?:the\s+)?concurrency\b",

@@ -105,3 +105,20 @@ def test_silent_on_a_real_log_of_kv_pressure():
     assert ("max_num_seqs", "raise") not in {
         (a.knob, a.direction) for f in d.findings for a in f.actions
     }
+
+
+def test_a_measured_low_compute_load_beside_a_cap_of_one():
+    # a two-node DGX Spark write-up (blog, the training incident's table) at --max-num-seqs 1
+    log = "| Throughput | 5.5 tokens/second |\n| GPU utilization (node 2) | 37% |"
+    d = _diagnose(log, "--max-num-seqs 1 --tensor-parallel-size 2", version="0.21.1rc1")
+    assert [(a.knob, a.direction, a.value) for a in d.findings[0].actions][0] == (
+        "max_num_seqs",
+        "raise",
+        2,
+    )
+
+
+def test_silent_when_the_words_report_a_hang():
+    # vllm-project/vllm#17676 (title) beside the same measurement: an idle GPU of a hung server
+    log = "[Bug]: vLLM hangs forever on waiting engine process to start\n| GPU utilization (node 2) | 37% |"
+    assert _found(_diagnose(log, "--max-num-seqs 1")) is None

@@ -25,6 +25,8 @@ from headroom.probes.symptom_throughput import throughput_limited
         # vllm-project/recipes#573 (review): "increasing --max-num-seqs from 2 to 16 improves
         # concurrency"
         "While increasing `--max-num-seqs` from `2` to `16` improves concurrency",
+        # a two-node DGX Spark write-up's measurements at --max-num-seqs 1 (a blog's table)
+        "| GPU utilization (node 2) | 37% |",
     ],
 )
 def test_a_limit_said(text):
@@ -43,6 +45,10 @@ def test_a_limit_said(text):
         "low gpu_memory_utilization",
         "显存利用率很低",
         "the throughput is not low and there is no throughput regression",
+        # a full load, an idle (or hung) GPU, and the memory share: no limit said
+        "GPU utilization: 100%",
+        "GPU utilization 0%",
+        "GPU memory utilization 40%",
     ],
 )
 def test_not_a_limit(text):
