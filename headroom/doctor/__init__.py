@@ -34,6 +34,7 @@ from headroom.doctor import (
     rules_quant_preflight,
     rules_quant_tp,
     rules_quant_wish,
+    rules_release_flags,
     rules_runtime,
     rules_startup,
     rules_throughput_caps,
@@ -119,6 +120,7 @@ def all_rules():
         + rules_catalog_loading.RULES
         + rules_v1_switch.RULES
         + rules_flags.RULES
+        + rules_release_flags.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_hang.RULES

@@ -1,0 +1,60 @@
+"""A flag on the command line that the release in force no longer has: drop it.
+
+The release is the one stated (--vllm-version, the log's version line, a release named in a
+short text: Context.version). Where release_flags reads that release as past the flag's
+removal, argparse would refuse the launch ("unrecognized arguments"); the answer is to drop
+the flag (an "unset"), and where vLLM named a successor, to set that instead
+(removed_flag_knobs for --task's runner, release_flags for --worker-use-ray's executor).
+
+Silent where the log shows vLLM got past its argument parser (any event of the log: the flag
+was accepted, so the release said is not the one that ran), where argparse's own refusal is in
+the log (rules_flags.unrecognized_arguments answers that), and for a release between the last
+read with the flag and the first read without it.
+"""
+
+from __future__ import annotations
+
+from headroom.doctor.findings import Action, Finding
+from headroom.doctor.release_flags import gone_in
+from headroom.doctor.removed_flag_knobs import replacement_action
+
+ID = "flag-not-in-release"
+
+
+def _typed(ctx) -> list[str]:
+    """Engine-arg names typed on the command line, in order."""
+    cmd = ctx.inputs.command
+    if cmd is None:
+        return []
+    return list(cmd.engine_args())
+
+
+def flag_not_in_release(ctx) -> list[Finding]:
+    """Flags the stated release does not accept: unset each (module doc)."""
+    release = ctx.version
+    if release is None or ctx.events:
+        return []
+    gone = [(name, row) for name in _typed(ctx) if (row := gone_in(name, release)) is not None]
+    if not gone:
+        return []
+    evidence = []
+    acts: list[Action] = []
+    for name, row in gone:
+        evidence.append(
+            f"{row.flag} is in vLLM's argument parser up to {row.last_with} and gone by "
+            f"{row.first_without} (the releases read); {release} would refuse it as an "
+            f"unrecognized argument: {row.instead}"
+        )
+        value = ctx.inputs.command.get(name)
+        replaced = replacement_action(row.flag, None if value is None else str(value))
+        if replaced is None and row.replacement is not None:
+            knob, new = row.replacement
+            replaced = Action(knob, "set", new, row.instead, "")
+        if replaced is not None:
+            acts.append(replaced)
+        acts.append(Action(name, "unset", None, f"vLLM {release} has no {row.flag}: remove it", ""))
+    title = f"{gone[0][1].flag} is not a flag of vLLM {release}"
+    return [Finding(ID, None, "error", title, tuple(evidence), tuple(acts))]
+
+
+RULES = (flag_not_in_release,)
