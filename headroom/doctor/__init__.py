@@ -23,6 +23,7 @@ from headroom.doctor import (
     rules_gpu,
     rules_hang,
     rules_hints,
+    rules_length_need,
     rules_long_context,
     rules_memory_gate,
     rules_multinode,
@@ -127,6 +128,7 @@ def all_rules():
         + rules_preflight.RULES
         + rules_weights_layout.RULES
         + rules_long_context.RULES
+        + rules_length_need.RULES
         + rules_words.RULES
         + rules_words_fix.RULES
         + rules_words_usage.RULES

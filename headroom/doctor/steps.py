@@ -83,6 +83,9 @@ _ID_ORDER = (
     "words-graph-capture",
     "cuda-oom",
     "max-seq-len-exceeds-kv",
+    # a length the words ask GPUs for (rules_length_need): more GPUs, before the shorter
+    # length the prediction offers when nobody asked for one
+    "words-length-needs-gpus",
     "predicted-max-seq-len-exceeds-kv",
     "nvlink-down",
     "ecc",

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from headroom.probes.symptom_counts import gpu_counts, one_gpu_in_use, several_gpus
 from headroom.probes.symptom_fixes import StatedFix, graph_capture_failed, stated_fixes
 from headroom.probes.symptom_fixes import length_blamed as blames_length
+from headroom.probes.symptom_length_need import length_wanted
 from headroom.probes.symptom_output import (
     empty_output,
     fp16_unstable_name,
@@ -145,6 +146,8 @@ class WordFacts:
     fp16_unstable: bool = False
     structured_slow: bool = False  # structured (guided) output said to be slow
     structured_backend: str | None = None  # the one guided-decoding backend the words name
+    # the context length a sizing question asks for, 0 = the model's own (symptom_length_need)
+    length_wanted: int | None = None
     text: str = ""  # the words read (first line that had any of the above)
     # The setup named (probes.symptom_setup), from any line of the words: candidate model
     # names, GPU names as written, one GPU's memory in GB.
@@ -186,6 +189,7 @@ class WordFacts:
             or self.nan_output
             or self.empty_output
             or self.structured_slow
+            or self.length_wanted is not None
         )
 
     @property
@@ -280,6 +284,7 @@ def _facts_of_words(words: str) -> WordFacts:
         fp16_unstable=fp16_unstable_name(words),
         structured_slow=structured_output_slow(words),
         structured_backend=structured_backend_named(words),
+        length_wanted=length_wanted(words),
         text=words.strip(),
         model_names=model_names(words),
         gpu_names=gpu_names(words),
