@@ -28,6 +28,7 @@ from headroom.doctor import (
     rules_memory_gate,
     rules_multinode,
     rules_multinode_log,
+    rules_nvfp4_moe,
     rules_oom,
     rules_parallel,
     rules_parallel_sizes,
@@ -122,6 +123,7 @@ def all_rules():
         + rules_v1_switch.RULES
         + rules_flags.RULES
         + rules_release_flags.RULES
+        + rules_nvfp4_moe.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_hang.RULES

@@ -1,0 +1,104 @@
+"""FlashInfer's CUTLASS grouped GEMM failing on an SM12x Blackwell GPU: run the NVFP4 MoE on
+Marlin.
+
+The text is TensorRT-LLM's MoE kernel check that FlashInfer's CUTLASS fused MoE carries:
+"Failed to initialize cutlass TMA WS grouped gemm. Error: %s" (MOE_CHECK_WITH_INFO in the
+TRT-LLM moe_kernels), printed by FlashInfer's autotuner as "[Autotuner]: Skipping tactic ...
+due to failure while profiling: [TensorRT-LLM][ERROR] ... Failed to initialize cutlass TMA WS
+grouped gemm", with a kernel file "cutlass_kernel_file_gemm_grouped_sm120_..." where it says
+one. On SM120/SM121 (RTX 50xx, RTX PRO 6000 Blackwell, GB10 / DGX Spark) every TMA
+warp-specialized grouped-GEMM tactic fails (CUTLASS #3096, as the field reports it).
+
+vLLM picks that path itself: its NVFP4 MoE oracle (fused_moe/oracle/nvfp4.py, 0.20.2) tries
+FlashInfer TRT-LLM, CuteDSL, then FlashInfer CUTLASS, whose _supports_current_device admits
+is_device_capability_family(120), before vLLM CUTLASS and Marlin. The way round it is Marlin:
+- `--moe-backend marlin` (KernelConfig.moe_backend, a choice from 0.17.1 on: config/kernel.py
+  0.17.1, 0.20.2, 0.25.1);
+- before that, or with the release unknown, VLLM_TEST_FORCE_FP8_MARLIN=1, which the oracle
+  reads to return MARLIN (0.16.0, 0.17.1, 0.20.2, 0.25.1; 0.14.1 takes CUTLASS only "if
+  cutlass_fp4_supported() and not envs.VLLM_TEST_FORCE_FP8_MARLIN"); envs.py has it from 0.9.2
+  to 0.25.1, so an older release ignores it rather than refusing the launch, as it would an
+  unknown --moe-backend.
+Before 0.14.1 nothing forces Marlin for NVFP4 MoE (nvfp4_moe_support.py 0.12.0 falls back to
+it only without CUTLASS FP4): named, no knob. The field's fix (NVIDIA forum 365119, DGX Spark:
+VLLM_USE_FLASHINFER_MOE_FP4=0, VLLM_NVFP4_GEMM_BACKEND=marlin, VLLM_TEST_FORCE_FP8_MARLIN=1;
+discuss.vllm.ai 2536, RTX PRO 6000: --moe-backend marlin) is the same.
+
+Silent without the text, and without an SM12x GPU (its name, or sm120/sm121 in the log): the
+same assertion on other GPUs has other causes (FlashInfer's min-latency mode on SM100).
+"""
+
+from __future__ import annotations
+
+import re
+
+from headroom.doctor.findings import Action, Finding
+from headroom.doctor.versions import parse_version
+
+ID = "nvfp4-moe-grouped-gemm-sm12x"
+_TMA_FAILED = re.compile(r"Failed to initialize cutlass TMA WS grouped gemm", re.IGNORECASE)
+# SM12x Blackwell: GB10 (DGX Spark, sm_121), GeForce RTX 50xx and RTX PRO 6000 Blackwell (sm_120).
+_SM12X_NAME = re.compile(
+    r"\bGB10\b|DGX[\s_-]?Spark|\bRTX[\s_-]?50[5-9]0\b|\b50[5-9]0\b|RTX[\s_-]?PRO[\s_-]?[456]000",
+    re.IGNORECASE,
+)
+_SM12X_LOG = re.compile(r"(?<![a-z0-9])sm_?12[01]a?(?![0-9])", re.IGNORECASE)  # "_sm120_" too
+_MOE_BACKEND_FROM = (0, 17, 1)
+_FORCE_MARLIN_FROM = (0, 14, 1)
+_FORCE_MARLIN_UNTIL = (0, 25, 1)  # the last release read whose envs.py defines it
+_SCAN_LINES = 400
+
+
+def _sm12x(ctx, lines: list[str]) -> str | None:
+    gpu = ctx.gpu
+    names = [getattr(gpu, "name", "") or ""] if gpu is not None else []
+    snap = ctx.inputs.gpus
+    names += [str(getattr(g, "name", "")) for g in (getattr(snap, "gpus", None) or ())]
+    for name in names:
+        if _SM12X_NAME.search(name):
+            return f"{name} is an SM12x Blackwell GPU"
+    for line in lines:
+        found = _SM12X_LOG.search(line)
+        if found:
+            return f"the log names {found.group(0)}"
+    return None
+
+
+def _actions(version: tuple[int, int, int] | None) -> tuple[Action, ...]:
+    why = "Marlin's FP4 MoE kernels run on SM12x; the CUTLASS grouped GEMM's tactics do not"
+    cost = "Marlin is weight-only (W4A16): activations stay 16-bit"
+    force = Action("VLLM_TEST_FORCE_FP8_MARLIN", "set", "1", why, cost)
+    backend = Action("moe_backend", "set", "marlin", why, cost)
+    if version is None:
+        return (force, backend)
+    if version >= _MOE_BACKEND_FROM:
+        return (backend,)
+    if _FORCE_MARLIN_FROM <= version <= _FORCE_MARLIN_UNTIL:
+        return (force,)
+    return ()
+
+
+def nvfp4_moe_grouped_gemm(ctx) -> list[Finding]:
+    """The TMA WS grouped-GEMM failure on SM12x: Marlin for the MoE (module doc)."""
+    lines = ctx.raw_lines[:_SCAN_LINES]
+    said = next((line for line in lines if _TMA_FAILED.search(line)), None)
+    if said is None:
+        return []
+    gpu = _sm12x(ctx, lines)
+    if gpu is None:
+        return []
+    version = parse_version(ctx.version)
+    evidence = [
+        said.strip()[:400],
+        gpu,
+        "vLLM's NVFP4 MoE selection takes FlashInfer CUTLASS on SM12x (capability family 120) "
+        "before Marlin; its TMA warp-specialized grouped GEMM does not initialise there",
+    ]
+    acts = _actions(version)
+    if not acts:
+        evidence.append(f"vLLM {ctx.version} has no switch that forces Marlin for NVFP4 MoE")
+    title = "FlashInfer's CUTLASS MoE GEMM fails on this SM12x GPU: run the MoE on Marlin"
+    return [Finding(ID, None, "error", title, tuple(evidence), acts)]
+
+
+RULES = (nvfp4_moe_grouped_gemm,)
