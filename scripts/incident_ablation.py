@@ -83,14 +83,20 @@ _GPU_MEMORY_IN_LOG = re.compile(
     r"memory_total|total memory",
     re.IGNORECASE,
 )
+_UNTAGGED_CORE_LINE = re.compile(
+    r"^\s*(?:ERROR|WARNING|INFO|CRITICAL) \d\d-\d\d [\d:]+ \[core\.py:\d+\]"
+)
 _VERSION_IN_LOG = re.compile(r"\bv?0\.\d+\.\d+|vLLM API server version|V1 LLM engine \(v", re.I)
 
 
-def _said(value: object, text: str) -> bool:
+def _said(value: object, text: str, name: str | None = None) -> bool:
     if isinstance(value, str) and "/" in value:
         value = value.rstrip("/").rsplit("/", 1)[-1]  # a model named by its last part
     if isinstance(value, bool):
-        return True  # a boolean flag's effect is read from the log's own config line, if any
+        # a boolean flag is said where the log names it in any spelling (the engine's config
+        # line's enforce_eager=True, words that remove --enforce-eager); an unnamed one was
+        # only on the command line
+        return name is None or bool(re.search(name.replace("_", r"[-_\s]?"), text, re.I))
     if isinstance(value, float):
         return any(s in text for s in (f"{value}", f"{value:.2f}", f"{value:g}"))
     return str(value) in text
@@ -107,7 +113,9 @@ def evidence_dropped(kind: str, incident: dict) -> str | None:
             args = parse_command(incident["command"], strict=False).engine_args()
         except CommandLineError:
             return "the command line did not parse as vLLM's"
-        missing = [f"{k}={v}" for k, v in args.items() if k in DECIDING_ARGS and not _said(v, log)]
+        missing = [
+            f"{k}={v}" for k, v in args.items() if k in DECIDING_ARGS and not _said(v, log, k)
+        ]
         return "the log does not say " + ", ".join(missing) if missing else None
     if kind in ("no_gpus", "gpus_count"):
         if kind == "no_gpus" and not re.match(r"1x", incident["gpus"]):
@@ -122,6 +130,13 @@ def evidence_dropped(kind: str, incident: dict) -> str | None:
         if _VERSION_IN_LOG.search(log):
             return None
         return "the release decides, and only the incident said it"
+    if kind.startswith("prefix_") and not incident.get("vllm_version"):
+        if any(_UNTAGGED_CORE_LINE.match(line) for line in log.split("\n")):
+            # rules_v1_switch dates V1's engine core by its line's form: 0.8.x-0.9.x print
+            # core.py's lines with no process tag; a tag (0.10.x and every V1 release since
+            # tag them "(EngineCore_DP0 pid=N)", vllm/v1/engine/utils.py) or another logger
+            # header takes the only carrier of the release away
+            return "the release was read from the untagged [core.py:N] line's form"
     if kind == "traceback_cut":
         rest = V.traceback_cut(incident)
         if rest is not None and not re.search(r"(?:Error|Exception|Warning)\b", rest["log"]):

@@ -22,6 +22,7 @@ from headroom.doctor.model_table import find_model
 from headroom.doctor.versions import default_utilization, effective_version, parse_version
 from headroom.doctor.words_setup import gpu_from_words, model_from_words
 from headroom.probes.model import ModelShape
+from headroom.probes.prose_lines import rejoined_prose
 from headroom.probes.symptom_facts import WordFacts, text_facts
 from headroom.probes.symptom_text import text_symptoms
 from headroom.probes.vllm_log import LogDigest, LogEvent, StartupFacts, digest_text
@@ -54,6 +55,7 @@ _OLD_TORCH_RELEASE = "0.3.3"  # the last release read that pins torch 2.1
 # outside the budget (versions.RELEASE_TABLE): 0.9.2 is the one read.
 _OLD_ENGINE_CORE = re.compile(r"\(EngineCore_\d+ pid=\d+\)")
 _OLD_ENGINE_CORE_RELEASE = "0.9.2"
+_PROSE_LINES = 200  # words are a title or a few sentences, not a log's history
 # A release a person names in a title or a sentence ("0.4.3 error CUDA error: ...", "in vllm
 # 0.2.7", "(v0.16.0)"): only for a log of a few lines (words, not a log), beside "vllm", after
 # a "v", or first on the line; one release only ("works with 0.7.2, OOM on 0.8.3" names two).
@@ -141,6 +143,12 @@ class Context:
             found = getattr(log, "lines", None)
             lines = [str(x) for x in found] if found else [e.line for e in self.events]
         return [line for line in lines if not is_client_text(line)]
+
+    @cached_property
+    def prose_lines(self) -> list[str]:
+        """The log's first lines with a person's wrapped sentences rejoined (probes.
+        prose_lines): what the words readers read a sentence from, wherever it was wrapped."""
+        return rejoined_prose(self.raw_lines[:_PROSE_LINES])
 
     def lines_before(self, event: LogEvent, count: int = 8) -> list[str]:
         lines = self.raw_lines

@@ -12,7 +12,8 @@ decoding under that flag is to remove it: 11.2 -> 45.9 tokens/s on an A6000
 (scaleapi/llm-engine#851), "prefer perf over pod launch time" (ai-dynamo/dynamo#2109).
 
 Fires when the launch runs eager mode (the command line's `--enforce-eager`, the log's
-non-default args, or the engine's config line `enforce_eager=True`) and a sentence of the log
+non-default args, the engine's config line `enforce_eager=True`, or, with no command line
+given, words that remove the flag) and a sentence of the log
 says generation is slow or names dropping eager mode (probes.symptom_speed). The cost is
 said: CUDA graphs take GPU memory of their own again (V0's capture log: "CUDA graphs can take
 additional 1~3 GiB memory per GPU", model_runner.py 0.6.3), so a GPU filled close to its
@@ -65,6 +66,11 @@ def _eager_in_force(ctx) -> str | None:
     for line in ctx.raw_lines[:_SCAN_LINES]:
         if _CONFIG_EAGER.search(line):
             return "the engine's config line says enforce_eager=True"
+    # With no command line given, words that remove the flag ("rm enforce eager from vllm
+    # deploy", "Remove enforce-eager to enable HPU graphs") say it was on: one removes
+    # only what is set.
+    if any(eager_removal_named(line) for line in ctx.prose_lines):
+        return "the words remove --enforce-eager: the launch ran with it"
     return None
 
 
@@ -82,11 +88,11 @@ def _memory_or_capture_trouble(ctx) -> bool:
     words = ctx.words
     if words is not None and (words.memory_short or words.graph_capture_failed):
         return True
-    return any(_MEMORY_TROUBLE.search(line) for line in ctx.raw_lines[:_SCAN_LINES])
+    return any(_MEMORY_TROUBLE.search(line) for line in ctx.prose_lines)
 
 
 def _slowness_said(ctx) -> str | None:
-    for line in ctx.raw_lines[:_SCAN_LINES]:
+    for line in ctx.prose_lines:
         if decoding_slow(line) or eager_removal_named(line):
             return line.strip()
     return None

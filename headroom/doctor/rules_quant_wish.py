@@ -28,7 +28,7 @@ _NEUTRAL_KINDS = frozenset({"version", "model", "non_default_args", "max_model_l
 
 def quantized_version_wanted(ctx) -> list[Finding]:
     """The words ask for a quantized version (module doc)."""
-    said = next((line.strip() for line in ctx.raw_lines[:200] if quantized_wanted(line)), None)
+    said = next((line.strip() for line in ctx.prose_lines if quantized_wanted(line)), None)
     if said is None:
         return []
     if any(e.kind not in _NEUTRAL_KINDS for e in ctx.events):

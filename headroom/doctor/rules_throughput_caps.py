@@ -69,7 +69,7 @@ _FULL_KV = 0.9  # a stats line at this KV-cache usage or more: the cache, not th
 
 def _words_say_limit(ctx) -> str | None:
     """The first line of the log's words that says the throughput is limited."""
-    for line in ctx.raw_lines[:200]:
+    for line in ctx.prose_lines:
         if throughput_limited(line):
             return line.strip()
     return None

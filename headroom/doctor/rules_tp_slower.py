@@ -60,7 +60,7 @@ def _weights_gib(ctx, text: str, tp: int) -> float | None:
 
 def tp_said_slower(ctx) -> list[Finding]:
     """More GPUs said to be slower (module doc)."""
-    said = next((line.strip() for line in ctx.raw_lines[:200] if tp_slower(line)), None)
+    said = next((line.strip() for line in ctx.prose_lines if tp_slower(line)), None)
     if said is None or any(e.kind not in _NEUTRAL_KINDS for e in ctx.events):
         return []
     tp = _tp(ctx, said)

@@ -62,7 +62,7 @@ _NEUTRAL_KINDS = frozenset(
 
 def _said(ctx) -> tuple[str, str] | None:
     """(what the words report, the text) for a hang or a leak while serving, else None."""
-    lines = ctx.raw_lines[:200]
+    lines = ctx.prose_lines
     hang = hang_words(lines, ctx.events)
     if hang is not None and not (hang.multi_gpu or hang.other_stage):
         if _HANG_VERB.search(hang.text):

@@ -140,6 +140,10 @@ GUARDED = (
     "vllm-project--vllm--882",
     "vllm-project--vllm-ascend--5020",
     "xencon--aixcl--694",
+    "zai-org--glm-v--165",
+    "project-monai--vlm-surgical-agent-framework--5",
+    "ai-dynamo--dynamo--2109",
+    "opea-project--genaicomps--954",
 )
 
 

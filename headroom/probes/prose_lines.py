@@ -1,0 +1,65 @@
+"""A person's sentences rejoined where an editor, a mail client or a terminal wrapped them.
+
+An issue body pasted from a wrapped editor, a forum post or a mailing list carries one sentence
+over two or three lines ("the memory of" / "my GPUs is rapidly clogging up", "the token
+generation on A6000 ... is very" / "slow (11.2 tokes/s)"). The words readers (probes.
+symptom_speed, symptom_growth, symptom_throughput, symptom_hang ...) read one sentence at a
+time; a sentence cut in two says half of it on each line and neither half reads.
+
+A line continues the one before when the one before is prose that did not end its sentence
+(no . ! ? : ; at its end) and ran to its width (the next line's first word would not have
+fitted after it within _MIN_WIDTH columns: a wrapper breaks only there), and the line itself
+starts with a lower-case word or a number, as a wrapped sentence goes on: never an indented
+line (code, a traceback's source), a logger or process header, a traceback, an exception name
+("torch.cuda.OutOfMemoryError: ...") or a list item. Joined with one space; every other line
+is kept as it was, one entry per line. Never raises; at most _MAX_LINES lines are read.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["rejoined_prose"]
+
+_MAX_LINES = 400
+_MAX_JOINED = 2000  # a sentence is never this long; a paragraph past it starts anew
+_MIN_WIDTH = 60  # the narrowest wrap width of editors and terminals read as one
+# A line that starts a record or a block of its own, not a sentence going on.
+_RECORD = re.compile(
+    r"(?:\s|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|Traceback\b|File\s\"|\(|\[|[-*>#|$]|"
+    r"\d{2,4}[-/:]\d\d|"  # a timestamp
+    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|"  # a dotted name: a module, an exception's path
+    r"[A-Za-z_]\w*(?:Error|Exception|Warning)\b)"
+)
+_CONTINUES = re.compile(r"[a-z0-9]")
+_SENTENCE_DONE = re.compile(r"[.!?:;。！？：；]\s*$")
+
+
+def _continues(before: str, first: str, line: str) -> bool:
+    """Whether `line` goes on with the sentence the physical line `before` cut (`first`: the
+    paragraph's first line, which decides whether it is prose at all)."""
+    words = line.split(None, 1)
+    if not words or len(before.rstrip()) + 1 + len(words[0]) <= _MIN_WIDTH:
+        return False
+    if _SENTENCE_DONE.search(before) or not _CONTINUES.match(line) or _RECORD.match(line):
+        return False
+    return not _RECORD.match(first)  # a log record's line is whole; its next line is another
+
+
+def rejoined_prose(lines: object) -> list[str]:
+    """The lines with each wrapped sentence rejoined into one entry (module doc); any other
+    line as it was. Never raises."""
+    try:
+        out: list[str] = []
+        first = before = ""
+        for raw in list(lines)[:_MAX_LINES]:  # type: ignore[call-overload]
+            line = str(raw)
+            if out and len(out[-1]) < _MAX_JOINED and _continues(before, first, line):
+                out[-1] = out[-1].rstrip() + " " + line.strip()
+            else:
+                out.append(line)
+                first = line
+            before = line
+        return out
+    except Exception:  # a reader of untrusted text must not stop the doctor
+        return []
