@@ -1,0 +1,50 @@
+"""TP across nodes beside a failure of its own (headroom/doctor/rules_parallel.py): the layout
+is a speed note without a knob, since keeping TP inside a node does not cure a start that
+fails for another reason; a failure about the links between nodes keeps the layout's fix.
+
+Log lines: vllm-project/vllm#7662 (GGUF with TP 8 "across 2 nodes of 4 gpus", as its reporter
+wrote), and tests/fixtures/nccl/vllm-pynccl-unhandled-system-error.log (vllm-project/vllm#7800)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from headroom.doctor import DoctorInputs, diagnose
+from headroom.vllm_cmd import parse_command
+
+GGUF_TP = (
+    "(RayWorkerWrapper pid=11033) ERROR 08-19 16:07:35 worker_base.py:438] ValueError: GGUF "
+    "quantization hasn't supported tensor parallelism yet. [repeated 2x across cluster]"
+)
+NCCL_LOG = (
+    Path(__file__).parents[1] / "fixtures" / "nccl" / "vllm-pynccl-unhandled-system-error.log"
+)
+
+
+def _across_nodes(log: str):
+    d = diagnose(
+        DoctorInputs(log=log, command=parse_command(["--tensor-parallel-size", "8"]), nodes=2)
+    )
+    return d, [f for f in d.findings if f.id == "tp-across-nodes"]
+
+
+def test_a_failure_of_its_own_leaves_the_layout_a_note():
+    d, found = _across_nodes(GGUF_TP)
+    assert len(found) == 1
+    note = found[0]
+    assert note.severity == "info" and note.actions == ()
+    assert any("GGUF quantization hasn't supported" in e for e in note.evidence)
+    assert not any(a.knob == "tensor_parallel_size" for f in d.findings for a in f.actions)
+
+
+def test_without_a_failure_the_layout_is_fixed():
+    _, found = _across_nodes("")
+    assert found and found[0].severity == "warning"
+    assert (found[0].actions[0].knob, found[0].actions[0].direction) == (
+        "tensor_parallel_size", "lower")  # fmt: skip
+
+
+def test_a_failure_of_the_links_keeps_the_fix():
+    _, found = _across_nodes(NCCL_LOG.read_text())
+    assert found and found[0].actions
+    assert found[0].actions[0].knob == "tensor_parallel_size"
