@@ -42,6 +42,7 @@ from headroom.doctor import (
     rules_throughput_caps,
     rules_topology,
     rules_tp_slower,
+    rules_unified_memory,
     rules_upgrade,
     rules_v1_switch,
     rules_v1_words,
@@ -124,6 +125,7 @@ def all_rules():
         + rules_flags.RULES
         + rules_release_flags.RULES
         + rules_nvfp4_moe.RULES
+        + rules_unified_memory.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_hang.RULES

@@ -57,6 +57,8 @@ _ID_ORDER = (
     "memory-gate",
     "foreign-process",
     "cuda-oom-foreign-process",
+    # the host's page cache holding a unified-memory GPU's memory (rules_unified_memory)
+    "unified-memory-page-cache",
     "shm-full",
     "nccl-error",
     "nccl-watchdog-timeout",
