@@ -79,7 +79,9 @@ DECIDING_ARGS = (
     "kv_cache_memory_bytes",
 )
 _GPU_MEMORY_IN_LOG = re.compile(
-    r"total capacity of|total_gpu_memory|total GPU memory|GiB total|GPU memory: [\d.]+|"
+    # PyTorch's own forms ("total capacity of", torch 2.1-'s "GiB total capacity;"), never a
+    # reporter's shortening ("(GPU 0; 23.52 GiB total; 0 bytes free)", pytorch#182941)
+    r"total capacity|total_gpu_memory|total GPU memory|GPU memory: [\d.]+|"
     r"memory_total|total memory",
     re.IGNORECASE,
 )
@@ -137,11 +139,25 @@ def evidence_dropped(kind: str, incident: dict) -> str | None:
             # tag them "(EngineCore_DP0 pid=N)", vllm/v1/engine/utils.py) or another logger
             # header takes the only carrier of the release away
             return "the release was read from the untagged [core.py:N] line's form"
+    if kind == "version_in_log" and _flag_gone(incident):
+        # vLLM prints its version line only once argparse took every flag (api_server.py
+        # run_server, after the CLI parsed): the line says the release did accept the flag
+        return "the version line says vLLM got past its argument parser with the flag"
     if kind == "traceback_cut":
         rest = V.traceback_cut(incident)
         if rest is not None and not re.search(r"(?:Error|Exception|Warning)\b", rest["log"]):
             return "the traceback's frames were all the log said"
     return None
+
+
+def _flag_gone(incident: dict) -> bool:
+    """The thread's answer drops a flag the stated release no longer has (release_flags)."""
+    from headroom.doctor.release_flags import gone_in
+
+    expected, version = incident["expected"], incident.get("vllm_version")
+    if expected.get("direction") != "unset" or not expected.get("knob") or not version:
+        return False
+    return gone_in(expected["knob"], str(version)) is not None
 
 
 def right(outcome) -> bool:

@@ -60,10 +60,11 @@ _PROSE_LINES = 200  # words are a title or a few sentences, not a log's history
 # 0.2.7", "(v0.16.0)"): only for a log of a few lines (words, not a log), beside "vllm", after
 # a "v", or first on the line; one release only ("works with 0.7.2, OOM on 0.8.3" names two).
 _NAMED_RELEASE = re.compile(
-    r"(?:(?:vllm|VLLM)[\s=:-]*v?|(?<![\w.])v|^)(0\.(?:[2-9]|[1-3]\d)\.\d{1,2}(?:\.post\d+)?)(?![\w.])",
+    r"(?:(?:vllm|VLLM)[\s=:-]*v?|(?<![\w.])v|^)(0\.(?:[2-9]|[1-3]\d)\.\d{1,2}(?:\.post\d+)?)(?!\w|\.\w)",
     re.IGNORECASE,
 )
-_ANY_RELEASE = re.compile(r"(?<![\w.])v?(0\.\d{1,2}\.\d{1,2}(?:\.post\d+)?)(?![\w.])")
+# (a sentence may end on the release: "doesn't exist in vLLM 0.21.0.")
+_ANY_RELEASE = re.compile(r"(?<![\w.])v?(0\.\d{1,2}\.\d{1,2}(?:\.post\d+)?)(?!\w|\.\w)")
 _WORDS_MAX_LINES = 3
 
 

@@ -1,6 +1,7 @@
 """A flag on the command line that the release in force no longer has: drop it.
 
-The release is the one stated (--vllm-version, the log's version line, a release named in a
+The flags are the command line's, or with none given, those a person's words quote. The
+release is the one stated (--vllm-version, the log's version line, a release named in a
 short text: Context.version). Where release_flags reads that release as past the flag's
 removal, argparse would refuse the launch ("unrecognized arguments"); the answer is to drop
 the flag (an "unset"), and where vLLM named a successor, to set that instead
@@ -14,19 +15,31 @@ read with the flag and the first read without it.
 
 from __future__ import annotations
 
+import re
+
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.release_flags import gone_in
 from headroom.doctor.removed_flag_knobs import replacement_action
+from headroom.vllm_cmd.flags import lookup_option
 
 ID = "flag-not-in-release"
+_QUOTED_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 
 
 def _typed(ctx) -> list[str]:
-    """Engine-arg names typed on the command line, in order."""
+    """Engine-arg names typed on the command line, in order; with no command line given, the
+    flags a person's words quote ("The plan included --swap-space 0 as a flag on both serve
+    scripts"): a thread that only tells of its line still names the flag."""
     cmd = ctx.inputs.command
-    if cmd is None:
-        return []
-    return list(cmd.engine_args())
+    if cmd is not None:
+        return list(cmd.engine_args())
+    named: list[str] = []
+    for line in ctx.prose_lines:
+        for found in _QUOTED_FLAG.finditer(line):
+            spec = lookup_option(found.group(0))
+            if spec is not None and spec.dest not in named:
+                named.append(spec.dest)
+    return named
 
 
 def flag_not_in_release(ctx) -> list[Finding]:
@@ -45,7 +58,8 @@ def flag_not_in_release(ctx) -> list[Finding]:
             f"{row.first_without} (the releases read); {release} would refuse it as an "
             f"unrecognized argument: {row.instead}"
         )
-        value = ctx.inputs.command.get(name)
+        cmd = ctx.inputs.command
+        value = cmd.get(name) if cmd is not None else None
         replaced = replacement_action(row.flag, None if value is None else str(value))
         if replaced is None and row.replacement is not None:
             knob, new = row.replacement

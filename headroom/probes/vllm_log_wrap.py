@@ -68,6 +68,7 @@ class Paragraph:
         self.lineno: int | None = None
         self.lines = 0
         self.event: LogEvent | None = None  # what the paragraph was last read as
+        self.tag = ""  # the process tag or logger header the paragraph's first line began with
 
     def add(
         self, clean: str, lineno: int, event: LogEvent | None, *, record: bool = False
@@ -77,10 +78,14 @@ class Paragraph:
         raw line began with a timestamp (normalised away): a logging system's new record, which
         no terminal wrap produces."""
         head = clean[:5]
-        if head[:1] == "(" and clean.find("pid=", 0, 72) > 0 or head == "[rank":
+        tag = _line_tag(clean) if head[:1] in "(DEIWC[" else ""
+        if tag and self.text is not None and tag == self.tag and self._tagged_goes_on(clean, tag):
+            clean = clean[len(tag) :]  # the message's next line behind its own repeated tag
+        elif head[:1] == "(" and clean.find("pid=", 0, 72) > 0 or head == "[rank":
             # vLLM's own lines (a process tag, [rankN]): the common case, kept cheap; whether
             # anything may continue it (not an INFO or DEBUG record) is told when a line does.
             self.text, self.lineno, self.lines, self.event = clean, lineno, 1, event
+            self.tag = tag
             return None
         if head in _INFO_HEADS:
             self.text = None
@@ -100,6 +105,16 @@ class Paragraph:
             return None
         return Joined(found, self.event)
 
+    def _tagged_goes_on(self, clean: str, tag: str) -> bool:
+        """Whether a line behind the paragraph's own tag goes on with its message: indented or
+        in lower case, and no record of its own (vLLM's logger repeats its header on each line
+        of a message, vllm/logger.py NewLineFormatter; its multiproc workers, torch's [rankN]
+        and Ray tag every line a process prints)."""
+        rest = clean[len(tag) :]
+        if not rest.strip() or not (rest[:1].isspace() or rest[:1].islower()):
+            return False
+        return self._continues(rest)
+
     def _start(self, clean: str, lineno: int, event: LogEvent | None) -> None:
         if ('File "' in clean or clean.lstrip()[:1] in "/-*") and _NO_CONTINUATION.search(
             clean[:300]
@@ -107,6 +122,7 @@ class Paragraph:
             self.text = None
             return
         self.text, self.lineno, self.lines, self.event = clean[:_MAX_CHARS], lineno, 1, event
+        self.tag = _line_tag(clean) if clean[:1] in "DEIWC" else ""
 
     def _continues(self, line: str) -> bool:
         text = self.text or ""
@@ -159,6 +175,20 @@ class Paragraph:
             if second is not None and second.signature not in _GENERIC:
                 return other, second
         return joined, found
+
+
+# What vLLM and its launchers put before each line a process prints: a process tag
+# ("(VllmWorkerProcess pid=3230) ", "(RayWorkerWrapper pid=345, ip=10.42.9.225) "), torch's
+# "[rank0]: ", a logger header ("ERROR 04-17 15:10:09 [engine.py:448] "), or a tag and a header.
+_TAG = re.compile(
+    r"(?:\([^()]{1,60}? pid=\d+(?:, ip=[\d.]+)?\) |\[rank\d+\]: )?"
+    r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d [\d:.]+ \[?[\w.]+\.py:\d+\] )?"
+)
+
+
+def _line_tag(line: str) -> str:
+    found = _TAG.match(line)
+    return found.group(0) if found else ""
 
 
 _WORD_END = re.compile(r"\w+$")
