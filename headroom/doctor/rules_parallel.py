@@ -20,6 +20,7 @@ from headroom.doctor.rules_parallel_split import (
     other_part_finding,
     vision_heads_before_start,
 )
+from headroom.doctor.tp_nodes_note import note_reason
 from headroom.doctor.versions import parse_version
 
 
@@ -278,12 +279,10 @@ def tp_across_nodes(ctx) -> list[Finding]:
             also=(("tensor_parallel_size", new_tp),),
         ),
     )
-    failure = _failure_not_of_the_links(ctx)
-    if failure is not None:
-        # Speed advice does not answer a start that failed for a reason of its own: the
-        # layout is said, the failure comes first (no knob that claims to fix it).
-        evidence.append(f"the log records a failure the layout does not cause: {failure}; "
-                        "change the layout once vLLM starts")  # fmt: skip
+    reason = note_reason(ctx, per_node)
+    if reason is not None:
+        # The layout is said without a knob that claims to fix it (tp_nodes_note).
+        evidence.append(reason)
         return [Finding("tp-across-nodes", 3, "info",
                         f"Tensor parallel size {tp} spans nodes of {per_node} GPUs (speed)",
                         tuple(evidence))]  # fmt: skip
@@ -297,20 +296,6 @@ def tp_across_nodes(ctx) -> list[Finding]:
             acts,
         )
     ]
-
-
-# An exception about the links between nodes is one a layout inside a node may cure.
-_LINKS = re.compile(r"nccl|gloo|time[sd]?\s*out|connect|socket|network|\bray\b|rendezvous", re.I)
-
-
-def _failure_not_of_the_links(ctx) -> str | None:
-    """The first exception the log records whose text is not about the links (NCCL, timeouts,
-    connections, Ray): a failure of its own, which a TP kept inside a node does not cure."""
-    for event in ctx.of("exception"):
-        text = f"{event.fields.get('type', '')}: {event.fields.get('message', '')}"
-        if not _LINKS.search(text):
-            return text.strip(": ")[:200]
-    return None
 
 
 _PP_TEXT_SINCE = (0, 6, 4)  # "... implement the `SupportsPP` interface": config.py 0.6.4.post1+
