@@ -1,8 +1,8 @@
 """A flag on the command line that the release in force no longer has: drop it.
 
 The flags are the command line's, or with none given, those a person's words quote. The
-release is the one stated (--vllm-version, the log's version line, a release named in a
-short text: Context.version). Where release_flags reads that release as past the flag's
+release is the one stated (--vllm-version, or one written out in the text that Context.version
+reads; never one it infers from V0 wording or an old torch message). Where release_flags reads that release as past the flag's
 removal, argparse would refuse the launch ("unrecognized arguments"); the answer is to drop
 the flag (an "unset"), and where vLLM named a successor, to set that instead
 (removed_flag_knobs for --task's runner, release_flags for --worker-use-ray's executor).
@@ -42,9 +42,20 @@ def _typed(ctx) -> list[str]:
     return named
 
 
+def _stated_release(ctx) -> str | None:
+    """The release given or written out, never one Context.version infers from wording (V0's
+    phrases, an old torch message): a guess must not take a flag away."""
+    if ctx.inputs.vllm_version:
+        return str(ctx.inputs.vllm_version)
+    release = ctx.version
+    if release and any(release in line for line in ctx.raw_lines[:50]):
+        return release
+    return None
+
+
 def flag_not_in_release(ctx) -> list[Finding]:
     """Flags the stated release does not accept: unset each (module doc)."""
-    release = ctx.version
+    release = _stated_release(ctx)
     if release is None or ctx.events:
         return []
     gone = [(name, row) for name in _typed(ctx) if (row := gone_in(name, release)) is not None]
