@@ -32,6 +32,7 @@ from headroom.doctor import (
     rules_oom,
     rules_parallel,
     rules_parallel_sizes,
+    rules_placement_words,
     rules_preflight,
     rules_quant_preflight,
     rules_quant_tp,
@@ -133,6 +134,7 @@ def all_rules():
         + rules_weights_layout.RULES
         + rules_long_context.RULES
         + rules_length_need.RULES
+        + rules_placement_words.RULES
         + rules_words.RULES
         + rules_words_fix.RULES
         + rules_words_usage.RULES

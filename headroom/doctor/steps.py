@@ -80,6 +80,8 @@ _ID_ORDER = (
     "no-cache-memory",
     # the person's own words name the cause (rules_words): before the generic answers to a
     # symptom said in words, which do not know what the rest of the sentence says
+    # HF's device_map / max_memory named for vLLM (rules_placement_words): TP splits instead
+    "words-hf-placement",
     "words-low-utilization",
     "words-works-with",
     "words-graph-capture",

@@ -37,6 +37,7 @@ from headroom.probes.symptom_output import (
     structured_backend_named,
     structured_output_slow,
 )
+from headroom.probes.symptom_placement import placement_named
 from headroom.probes.symptom_setup import gpu_memory_gib, gpu_names, model_names
 from headroom.probes.symptom_text import WORDS_BUDGET as _WORDS_BUDGET
 from headroom.probes.symptom_usage import memory_taken as says_memory_taken
@@ -148,6 +149,7 @@ class WordFacts:
     structured_backend: str | None = None  # the one guided-decoding backend the words name
     # the context length a sizing question asks for, 0 = the model's own (symptom_length_need)
     length_wanted: int | None = None
+    placement_named: bool = False  # HF's device_map / max_memory named (symptom_placement)
     text: str = ""  # the words read (first line that had any of the above)
     # The setup named (probes.symptom_setup), from any line of the words: candidate model
     # names, GPU names as written, one GPU's memory in GB.
@@ -190,6 +192,7 @@ class WordFacts:
             or self.empty_output
             or self.structured_slow
             or self.length_wanted is not None
+            or self.placement_named
         )
 
     @property
@@ -285,6 +288,7 @@ def _facts_of_words(words: str) -> WordFacts:
         structured_slow=structured_output_slow(words),
         structured_backend=structured_backend_named(words),
         length_wanted=length_wanted(words),
+        placement_named=placement_named(words),
         text=words.strip(),
         model_names=model_names(words),
         gpu_names=gpu_names(words),
