@@ -24,7 +24,15 @@ it only without CUTLASS FP4): named, no knob. The field's fix (NVIDIA forum 3651
 VLLM_USE_FLASHINFER_MOE_FP4=0, VLLM_NVFP4_GEMM_BACKEND=marlin, VLLM_TEST_FORCE_FP8_MARLIN=1;
 discuss.vllm.ai 2536, RTX PRO 6000: --moe-backend marlin) is the same.
 
-Silent without the text, and without an SM12x GPU (its name, or sm120/sm121 in the log): the
+The same answer where a CUTLASS NVFP4 MoE backend is in force and the output is garbage: vLLM's
+own "Using 'FLASHINFER_CUTLASS' NvFp4 MoE backend out of potential backends: [...]" (or
+'VLLM_CUTLASS'; oracle/nvfp4.py 0.17.1, 0.20.2, 0.25.1), or those backend names in the words,
+beside garbage, garbled or empty output said (probes.symptom_output): on SM120 both CUTLASS
+paths gave garbage in the field's reports (discuss.vllm.ai 2536, RTX PRO 6000: "~5 tok/s with
+garbage output"; a DGX Spark build journal: "FlashInfer CUTLASS FP4 GEMM output still
+garbage"), Marlin correct output.
+
+Silent without either text, and without an SM12x GPU (its name, or sm120/sm121 in the log): the
 same assertion on other GPUs has other causes (FlashInfer's min-latency mode on SM100).
 """
 
@@ -34,6 +42,7 @@ import re
 
 from headroom.doctor.findings import Action, Finding
 from headroom.doctor.versions import parse_version
+from headroom.probes.symptom_output import empty_output
 
 ID = "nvfp4-moe-grouped-gemm-sm12x"
 _TMA_FAILED = re.compile(r"Failed to initialize cutlass TMA WS grouped gemm", re.IGNORECASE)
@@ -41,6 +50,10 @@ _TMA_FAILED = re.compile(r"Failed to initialize cutlass TMA WS grouped gemm", re
 _SM12X_NAME = re.compile(
     r"\bGB10\b|DGX[\s_-]?Spark|\bRTX[\s_-]?50[5-9]0\b|\b50[5-9]0\b|RTX[\s_-]?PRO[\s_-]?[456]000",
     re.IGNORECASE,
+)
+# vLLM's NvFp4 MoE selection log naming a CUTLASS backend, or the backend's id in the words.
+_CUTLASS_MOE = re.compile(
+    r"Using '(?:FLASHINFER|VLLM)_CUTLASS' NvFp4 MoE backend|\b(?:FLASHINFER|VLLM)_CUTLASS\b"
 )
 _SM12X_LOG = re.compile(r"(?<![a-z0-9])sm_?12[01]a?(?![0-9])", re.IGNORECASE)  # "_sm120_" too
 _MOE_BACKEND_FROM = (0, 17, 1)
@@ -82,6 +95,8 @@ def nvfp4_moe_grouped_gemm(ctx) -> list[Finding]:
     """The TMA WS grouped-GEMM failure on SM12x: Marlin for the MoE (module doc)."""
     lines = ctx.raw_lines[:_SCAN_LINES]
     said = next((line for line in lines if _TMA_FAILED.search(line)), None)
+    if said is None and any(empty_output(line) for line in lines):
+        said = next((line for line in lines if _CUTLASS_MOE.search(line)), None)
     if said is None:
         return []
     gpu = _sm12x(ctx, lines)
@@ -92,12 +107,12 @@ def nvfp4_moe_grouped_gemm(ctx) -> list[Finding]:
         said.strip()[:400],
         gpu,
         "vLLM's NVFP4 MoE selection takes FlashInfer CUTLASS on SM12x (capability family 120) "
-        "before Marlin; its TMA warp-specialized grouped GEMM does not initialise there",
+        "before Marlin; its grouped GEMM fails or gives garbage there in the field's reports",
     ]
     acts = _actions(version)
     if not acts:
         evidence.append(f"vLLM {ctx.version} has no switch that forces Marlin for NVFP4 MoE")
-    title = "FlashInfer's CUTLASS MoE GEMM fails on this SM12x GPU: run the MoE on Marlin"
+    title = "The CUTLASS NVFP4 MoE path fails on this SM12x GPU: run the MoE on Marlin"
     return [Finding(ID, None, "error", title, tuple(evidence), acts)]
 
 

@@ -53,6 +53,16 @@ def test_the_kernel_file_names_the_architecture_when_no_gpu_is_given():
     assert _turns(_JOURNAL, None, "0.20.2") == [[("moe_backend", "marlin")]]
 
 
+def test_a_cutlass_moe_backend_with_garbage_output_is_the_same_family():
+    """discuss.vllm.ai 2536 (RTX PRO 6000, the incident discuss-vllm--2536): '**vLLM native
+    CUTLASS MoE backend** (`VLLM_CUTLASS`): ~5 tok/s with garbage output'."""
+    said = "**vLLM native CUTLASS MoE backend** (`VLLM_CUTLASS`): ~5 tok/s with garbage output"
+    assert _turns(said, "4xRTX PRO 6000", "0.20.2") == [[("moe_backend", "marlin")]]
+    assert _turns(said, "4xH100", "0.20.2") == []
+    fast = "**vLLM native CUTLASS MoE backend** (`VLLM_CUTLASS`): ~5 tok/s"
+    assert _turns(fast, "4xRTX PRO 6000", "0.20.2") == []
+
+
 def test_silent_off_sm12x_and_without_the_text():
     assert _turns(_FORUM, "1xH100", "0.20.2") == []
     assert _turns(_FORUM, None, "0.20.2") == []
