@@ -69,6 +69,7 @@ class Paragraph:
         self.lines = 0
         self.event: LogEvent | None = None  # what the paragraph was last read as
         self.tag = ""  # the process tag or logger header the paragraph's first line began with
+        self.last = ""  # the paragraph's last line as read
 
     def add(
         self, clean: str, lineno: int, event: LogEvent | None, *, record: bool = False
@@ -85,7 +86,7 @@ class Paragraph:
             # vLLM's own lines (a process tag, [rankN]): the common case, kept cheap; whether
             # anything may continue it (not an INFO or DEBUG record) is told when a line does.
             self.text, self.lineno, self.lines, self.event = clean, lineno, 1, event
-            self.tag = tag
+            self.tag, self.last = tag, clean
             return None
         if head in _INFO_HEADS:
             self.text = None
@@ -99,6 +100,7 @@ class Paragraph:
         joined, found = self._read_joined(clean)
         # the line's trailing space stays: the next join needs to know it was there
         self.text, self.lines = joined + (" " if clean[-1:].isspace() else ""), self.lines + 1
+        self.last = clean
         if found is None or found.signature in _GENERIC:
             return None
         if _same(found, self.event) or _same(found, event):
@@ -123,6 +125,7 @@ class Paragraph:
             return
         self.text, self.lineno, self.lines, self.event = clean[:_MAX_CHARS], lineno, 1, event
         self.tag = _line_tag(clean) if clean[:1] in "DEIWC" else ""
+        self.last = clean
 
     def _continues(self, line: str) -> bool:
         text = self.text or ""
@@ -174,6 +177,18 @@ class Paragraph:
             second = self._classify(other, self.lineno)
             if second is not None and second.signature not in _GENERIC:
                 return other, second
+            if self.lines >= 2 and self.last:
+                # a message that began on the paragraph's last line, not its first (a wrapped
+                # traceback line ran on into it): the two lines alone, read only where the
+                # wrap cut a catalog needle in two (a needle the pair holds and the line lacks)
+                before = self.last.rstrip()
+                space = self.last[-1:].isspace() or line[:1].isspace()
+                pair = before + (" " if space else _glue(before, part)) + part
+                needles = candidates(pair)[0]
+                if needles and needles != candidates(part)[0]:
+                    third = self._classify(pair, self.lineno)
+                    if third is not None and third.signature not in _GENERIC:
+                        return joined, third
         return joined, found
 
 

@@ -144,6 +144,10 @@ GUARDED = (
     "project-monai--vlm-surgical-agent-framework--5",
     "ai-dynamo--dynamo--2109",
     "opea-project--genaicomps--954",
+    "vllm-project--vime--186",
+    "hiyouga--easyr1--59",
+    "openrlhf--openrlhf--336",
+    "blog-catg-kghs--gb10-two-lane-appliance--swap-space",
 )
 
 

@@ -14,6 +14,8 @@ doesn't exist in vLLM 0.21.0.", blog catg-kghs, a training incident).
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from headroom.doctor import DoctorInputs, diagnose
@@ -72,3 +74,29 @@ def test_a_flag_quoted_for_a_release_that_has_it_is_no_finding():
     text = GB10.replace("0.21.0", "0.6.3")  # --swap-space is in 0.6.3's argument parser
     findings = diagnose(DoctorInputs(log=text + "\n")).findings
     assert all(f.id != "flag-not-in-release" for f in findings)
+
+
+# hiyouga/EasyR1#59's first line (Ray's memory monitor) and openrlhf/OpenRLHF#336's last
+# three lines (a Ray actor's V0 KV refusal), each as the thread pasted them; the cuts are a
+# terminal's 80 columns and Python's textwrap at 80, as the ablation makes them.
+RAY_OOM = "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory."
+OPENRLHF = (
+    "2024-06-28T06:11:52.685308737Z (LLMRayActor pid=20770) ERROR 06-28 06:11:45 "
+    "worker_base.py:145]     return executor(*args, **kwargs)\n"
+    "model's max seq len (8192) is larger than the maximum number of tokens that can be stored "
+    "in KV cache (6048)."
+)
+
+
+def test_rays_oom_cut_before_its_eviction_text_is_still_the_hosts():
+    hard = "\n".join(RAY_OOM[k : k + 80] for k in range(0, len(RAY_OOM), 80))
+    for log in (RAY_OOM, hard, "\n".join(textwrap.wrap(RAY_OOM, 80))):
+        assert _kinds(log) == ["host_oom"], log
+
+
+def test_a_refusal_wrapped_after_a_wrapped_traceback_line_is_read():
+    wrapped = "\n".join(w for line in OPENRLHF.split("\n") for w in textwrap.wrap(line, 80))
+    assert len(wrapped.split("\n")) == 4
+    for log in (OPENRLHF, wrapped):
+        refusals = Context(DoctorInputs(log=log + "\n")).of("max_seq_len_exceeds_kv")
+        assert refusals and refusals[0].fields["estimated_max_len"] == 6048

@@ -92,7 +92,11 @@ ENTRIES: tuple[S, ...] = (
     # Ray's memory monitor (the raylet) kills a task when the HOST's RAM passes its threshold
     # and raises ray.exceptions.OutOfMemoryError: host memory, not the GPU's; before the
     # torch OOM entry, whose "OutOfMemoryError" needle it would otherwise match.
-    S("ray_memory_monitor_kill", "host_oom", "error", ("running low on memory",), origin="ray",
+    # Ray's own exception class names host memory alone (ray/exceptions.py OutOfMemoryError:
+    # "the node is running out of memory"): a line a terminal or an editor cut before the
+    # eviction text is still Ray's.
+    S("ray_memory_monitor_kill", "host_oom", "error",
+      ("running low on memory", "ray.exceptions.OutOfMemoryError"), origin="ray",
       library="Ray's memory monitor (raylet; the eviction text python/ray/tests/test_memory_pressure.py expects)",
       feeds=NOT_CONFIG + ": host RAM ran out and Ray killed a task; no GPU or vLLM knob",
       examples=("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
