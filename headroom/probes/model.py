@@ -149,6 +149,8 @@ def describe_unread(shape: ModelShape) -> str | None:
         "num_layers": "the layer count",
         "hidden_size": "the hidden size",
         "num_attention_heads": "the attention heads",
+        "num_kv_heads": "a usable KV head count",
+        "head_dim": "a usable head size",
     }
     missing = ", ".join(names.get(n, n) for n in shape.unread)
     return f"model config of {shape.name} does not give {missing}: sizing skipped"

@@ -88,6 +88,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 # Facts sizing cannot do without: named in `unread` when absent.
 CORE = ("num_layers", "hidden_size", "num_attention_heads")
+DERIVED = ("num_kv_heads", "head_dim")  # from CORE when absent; unread only when spoiled
 _NESTED = ("text_config", "llm_config", "language_config", "thinker_config.text_config")
 
 # transformers writes a nested text_config as the difference from its own class defaults, so
@@ -275,10 +276,18 @@ def read_config(config: Mapping) -> ConfigFacts:
         quantization_config=quant,
         rope_scaling=rope if isinstance(rope, Mapping) else None,
         tie_word_embeddings=tie if isinstance(tie, bool) else None,
-        unread=tuple(n for n in CORE if not values.get(n)),
+        unread=_unread(values),
         assumed=tuple(assumed),
         modality_keys=_modality_keys(config),
     )
+
+
+def _unread(values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The core facts no alias gave; with all of them given, the derived ones sizing also
+    needs that the config spoils ("num_key_value_heads": 0, "head_dim": 0 are written, so no
+    default replaces them, yet no arithmetic can use them)."""
+    missing = tuple(n for n in CORE if not values.get(n))
+    return missing or tuple(n for n in DERIVED if not values.get(n))
 
 
 _MODALITY_KEYS = ("vision_config", "audio_config", "vision_tower", "is_encoder_decoder")

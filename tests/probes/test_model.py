@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from headroom.cli import model as model_cli
 from headroom.probes.model import (
     ModelConfigError,
+    describe_unread,
     hf_cache_dirs,
     kv_bytes_per_token,
     load_model_shape,
@@ -234,3 +235,14 @@ def test_modality_keys_say_what_the_config_reads_besides_text() -> None:
     assert shape_from_config(whisper, "w").modality_keys == ("audio_config", "is_encoder_decoder")
     plain = {**LLAMA_8B, "vision_config": {}, "is_encoder_decoder": False}
     assert shape_from_config(plain, "p").modality_keys == ()
+
+
+@pytest.mark.parametrize("key", ["num_key_value_heads", "head_dim"])
+def test_a_spoiled_derived_fact_is_named_not_silently_dropped(key) -> None:
+    """A config that writes 0 KV heads (or a 0 head size) gives no default either: the shape
+    is not sizable and says which fact it could not use (found by the hostile-field property
+    test, tests/probes/test_model_untrusted.py, with num_key_value_heads = 0)."""
+    shape = shape_from_config({**LLAMA_8B, key: 0}, "spoiled")
+    assert not shape.sizable
+    assert shape.unread == ({"num_key_value_heads": "num_kv_heads"}.get(key, key),)
+    assert "usable" in (describe_unread(shape) or "")
