@@ -6,7 +6,8 @@ The doctor is right on far more of the training split than of the validation spl
 its rules lean on cues the training threads happened to carry (a command line, a GPU name, a
 release, one way of writing a log). This finds that brittleness without the validation split:
 for every training incident the doctor answers right, it runs variants a new thread plausibly
-shows that keep the deciding evidence, and counts the right answers that survive.
+shows that keep the deciding evidence (a person's title retyped in lower case among them),
+and counts the right answers that survive.
 
 Only `split == "train"` is ever kept, straight after loading and before anything else.
 
@@ -55,6 +56,7 @@ VARIANTS: dict[str, Callable[[dict], dict | None]] = {
     "traceback_cut": V.traceback_cut,
     "info_around": V.info_around,
     "tqdm_before": V.tqdm_before,
+    "words_lower": V.words_lower,
     "flags_eq": C.flag_variant("eq"),
     "flags_underscore": C.flag_variant("underscore"),
     "llm_call": C.llm_call,

@@ -269,3 +269,17 @@ def tp_workers_repeat(incident: dict) -> dict | None:
         bare = _PROCESS_TAG.sub("", line, count=1)
         out.extend([line, "(VllmWorkerProcess pid=3230) " + bare] if line.strip() else [line])
     return _with(incident, log="\n".join(out))
+
+
+def words_lower(incident: dict) -> dict | None:
+    """An issue title's words all in lower case, as a comment, a chat message or a forum
+    post types the same report ("memory leak then i use vllm")."""
+    log = incident["log"]
+    if not _bench().title_only(incident) or log == log.lower():
+        return None  # a process's output is never retyped; a pasted body keeps its case
+    from headroom.probes.vllm_log import digest_text
+    from headroom.probes.vllm_log_rules import candidates
+
+    if digest_text(log).events or candidates(log)[0]:
+        return None  # a title that quotes vLLM's own message copies it, case and all
+    return _with(incident, log=log.lower())

@@ -41,7 +41,8 @@ _MM_ITEM_ABOVE_BATCH = re.compile(
 )
 _MM_PLACEHOLDERS = re.compile(
     r"Attempted to assign (?:\d+ x \d+ = )?(?P<mm_item_tokens>\d+) multimodal tokens to (?P<slots>\d+) "
-    r"placeholders"
+    r"placeholders",
+    re.IGNORECASE,  # a title retypes the message in lower case as often as it copies it
 )
 # The OpenAI server's refusal of one request (vllm/entrypoints/openai/serving_engine.py, every
 # release since 0.2): "This model's maximum context length is 1 tokens. However, you requested

@@ -99,3 +99,38 @@ def test_rejoined_prose_never_raises_and_keeps_every_word_in_order(lines):
     out = rejoined_prose(lines)
     assert len(out) <= len(lines)
     assert " ".join(out).split() == " ".join(lines).split()
+
+
+# vllm-project/vllm#7996's title (V0's merge of image embeddings, vllm/model_executor/models/
+# utils.py merge_multimodal_embeddings) and zai-org/GLM-V#165's, each retyped in lower case
+# as the ablation's words_lower variant does.
+# xorbitsai/inference#2440's title: V0's KV refusal as vLLM prints it.
+KV_TITLE = (
+    "The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+    "stored in KV cache (53376)."
+)
+MM_TITLE = "Attempted to assign 7 x 256 = 1792 multimodal tokens to 506 placeholders"
+
+
+def test_a_title_in_lower_case_keeps_its_answer():
+    for text in (MM_TITLE, MM_TITLE.lower()):
+        top = _top(text)
+        assert top is not None and top.actions[0].knob == "max_num_batched_tokens", text
+    for text in (GLM_LEAK, GLM_LEAK.lower()):
+        top = _top(text, vllm_version="0.10")
+        assert top is not None and top.id == "v1-words-hang-or-leak", text
+
+
+def test_words_lower_retypes_only_a_persons_title():
+    from support.repo_scripts import load_repo_script
+
+    variants = load_repo_script("scripts/incident_variants.py")
+    title = {
+        "log": "Memory leak then i use vLLM",
+        "source": {"title": "Memory leak then i use vLLM"},
+    }
+    assert variants.words_lower(title)["log"] == "memory leak then i use vllm"
+    quoted = {"log": KV_TITLE, "source": {"title": KV_TITLE}}
+    assert variants.words_lower(quoted) is None  # vLLM's own message is copied, case and all
+    body = {"log": GLM_LEAK, "source": {"title": "Memory leak then i use vLLM"}}
+    assert variants.words_lower(body) is None
