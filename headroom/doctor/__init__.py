@@ -23,27 +23,22 @@ from headroom.doctor import (
     rules_gpu,
     rules_hang,
     rules_hints,
-    rules_length_need,
     rules_long_context,
     rules_memory_gate,
     rules_multinode,
     rules_multinode_log,
-    rules_nvfp4_moe,
     rules_oom,
     rules_parallel,
     rules_parallel_sizes,
-    rules_placement_words,
     rules_preflight,
     rules_quant_preflight,
     rules_quant_tp,
-    rules_quant_wish,
     rules_release_flags,
     rules_runtime,
+    rules_sm12x,
     rules_startup,
     rules_throughput_caps,
     rules_topology,
-    rules_tp_slower,
-    rules_unified_memory,
     rules_upgrade,
     rules_v1_switch,
     rules_v1_words,
@@ -51,6 +46,8 @@ from headroom.doctor import (
     rules_words,
     rules_words_fix,
     rules_words_output,
+    rules_words_parallel,
+    rules_words_sizing,
     rules_words_start,
     rules_words_usage,
 )
@@ -125,24 +122,21 @@ def all_rules():
         + rules_v1_switch.RULES
         + rules_flags.RULES
         + rules_release_flags.RULES
-        + rules_nvfp4_moe.RULES
-        + rules_unified_memory.RULES
+        + rules_sm12x.RULES
         + rules_multinode.RULES
         + rules_multinode_log.RULES
         + rules_hang.RULES
         + rules_preflight.RULES
         + rules_weights_layout.RULES
         + rules_long_context.RULES
-        + rules_length_need.RULES
-        + rules_placement_words.RULES
+        + rules_words_sizing.RULES
         + rules_words.RULES
         + rules_words_fix.RULES
         + rules_words_usage.RULES
         + rules_words_output.RULES
         + rules_words_start.RULES
         + rules_throughput_caps.RULES
-        + rules_quant_wish.RULES
-        + rules_tp_slower.RULES
+        + rules_words_parallel.RULES
         + rules_v1_words.RULES
         + rules_eager_speed.RULES
         + rules_hints.RULES

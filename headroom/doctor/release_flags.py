@@ -1,4 +1,7 @@
-"""Engine flags some vLLM release removed: the last release read that has each, the first read
+"""Engine flags across vLLM releases: which release removed a flag, and what replaces it.
+
+Release flags. Engine flags some vLLM release removed: the last release read that has each, the
+first read
 without it, and what takes its place.
 
 Read in the released sources (the wheels' vllm/engine/arg_utils.py and
@@ -20,7 +23,7 @@ read: a release there is not known to lack the flag, and nothing is said about i
 - --guided-decoding-backend: 0.11.0 keeps it as "[DEPRECATED] --guided-decoding-backend will
   be removed in v0.12.0." beside --structured-outputs-config; gone in 0.12.0.
 - --task: deprecated in 0.11.0-0.12.0 for --runner / --convert, gone in 0.13.0
-  (removed_flag_knobs maps each task to its runner).
+  (release_flags maps each task to its runner).
 - --enable-reasoning: 0.7.3-0.9.2; gone in 0.10.1.1 (--reasoning-parser alone turns it on).
 - --use-v2-block-manager, --num-scheduler-steps, --tokenizer-pool-size: through 0.9.2, gone in
   0.10.1.1 (the V0 engine's block manager, multi-step scheduling and tokenizer pool).
@@ -30,13 +33,35 @@ read: a release there is not known to lack the flag, and nothing is said about i
 - --worker-use-ray: through 0.6.6.post1, gone in 0.7.3 (--distributed-executor-backend ray,
   which arg_utils.py offers from 0.4.3 on).
 - --engine-use-ray: through 0.5.5, gone in 0.6.3.
+
+Removed flag knobs. The engine arg that took over a removed flag, for a flag argparse refused.
+
+rules_flags names a removed flag and says to drop it; where vLLM itself named the flag that
+replaced it, that flag is the change to make, with the value the old one's value maps to.
+
+`--task`: in 0.11.0-0.12.0 vllm/config/model.py deprecates it ("The 'task' option has been
+deprecated and will be removed in v0.13.0 ... Please replace this option with `--runner
+pooling` to continue using this model as a pooling model", and `--runner generate` for a
+generative one), mapping each task to a runner by _RUNNER_TASKS: generate, transcription ->
+generate; embedding, embed, classify, score, reward -> pooling; draft -> draft. 0.13.0's
+engine/arg_utils.py has --runner and --convert and no --task (the wheels read: 0.11.0 and
+0.12.0 have it, 0.13.0, 0.15.0 and 0.17.1 do not). vllm#35603 ("unrecognized arguments:
+--task embedding") was answered with `--runner pooling` (vllm#53467 adds that hint to the
+error). --convert (embed, classify, reward) is only needed to adapt a generative checkpoint:
+vLLM picks it for a pooling model's own architecture, so it is not set here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from headroom.doctor.findings import Action
 from headroom.doctor.versions import parse_version
+
+__all__ = []
+
+
+# --- release flags --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -126,3 +151,35 @@ def gone_in(dest: str, release: str | None) -> RemovedFlag | None:
     if row is None or version is None:
         return None
     return row if version >= parse_version(row.first_without) else None  # type: ignore[operator]
+
+
+# --- removed flag knobs ---------------------------------------------------------------------------
+
+# _RUNNER_TASKS of vllm/config/model.py (0.11.0, 0.12.0): the runner each task ran under.
+_RUNNER_OF_TASK = {
+    "generate": "generate",
+    "transcription": "generate",
+    "embedding": "pooling",
+    "embed": "pooling",
+    "classify": "pooling",
+    "score": "pooling",
+    "reward": "pooling",
+    "draft": "draft",
+}
+
+
+def replacement_action(flag: str, value: str | None) -> Action | None:
+    """The engine arg to set instead of a removed `flag` given `value`, or None."""
+    if flag != "--task" or value is None:
+        return None
+    runner = _RUNNER_OF_TASK.get(value.strip().lower())
+    if runner is None:
+        return None
+    return Action(
+        "runner",
+        "set",
+        runner,
+        f"--task is gone from 0.13.0; vLLM's deprecation said to replace --task {value} with "
+        f"--runner {runner}",
+        "",
+    )

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from headroom.doctor.findings import Action, Finding
-from headroom.doctor.removed_flag_knobs import replacement_action
+from headroom.doctor.release_flags import replacement_action
 
 # Removed flags, read in each wheel's engine/arg_utils.py: (the last release read that has it,
 # the first read without it, what replaces it).

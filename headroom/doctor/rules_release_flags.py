@@ -5,7 +5,7 @@ release is the one stated (--vllm-version, or one written out in the text that C
 reads; never one it infers from V0 wording or an old torch message). Where release_flags reads that release as past the flag's
 removal, argparse would refuse the launch ("unrecognized arguments"); the answer is to drop
 the flag (an "unset"), and where vLLM named a successor, to set that instead
-(removed_flag_knobs for --task's runner, release_flags for --worker-use-ray's executor).
+(release_flags for --task's runner, release_flags for --worker-use-ray's executor).
 
 Silent where the log shows vLLM got past its argument parser (any event of the log: the flag
 was accepted, so the release said is not the one that ran), where argparse's own refusal is in
@@ -18,8 +18,7 @@ from __future__ import annotations
 import re
 
 from headroom.doctor.findings import Action, Finding
-from headroom.doctor.release_flags import gone_in
-from headroom.doctor.removed_flag_knobs import replacement_action
+from headroom.doctor.release_flags import gone_in, replacement_action
 from headroom.vllm_cmd.flags import lookup_option
 
 ID = "flag-not-in-release"

@@ -57,7 +57,7 @@ _ID_ORDER = (
     "memory-gate",
     "foreign-process",
     "cuda-oom-foreign-process",
-    # the host's page cache holding a unified-memory GPU's memory (rules_unified_memory)
+    # the host's page cache holding a unified-memory GPU's memory (rules_sm12x)
     "unified-memory-page-cache",
     "shm-full",
     "nccl-error",
@@ -80,14 +80,14 @@ _ID_ORDER = (
     "no-cache-memory",
     # the person's own words name the cause (rules_words): before the generic answers to a
     # symptom said in words, which do not know what the rest of the sentence says
-    # HF's device_map / max_memory named for vLLM (rules_placement_words): TP splits instead
+    # HF's device_map / max_memory named for vLLM (rules_words_sizing): TP splits instead
     "words-hf-placement",
     "words-low-utilization",
     "words-works-with",
     "words-graph-capture",
     "cuda-oom",
     "max-seq-len-exceeds-kv",
-    # a length the words ask GPUs for (rules_length_need): more GPUs, before the shorter
+    # a length the words ask GPUs for (rules_words_sizing): more GPUs, before the shorter
     # length the prediction offers when nobody asked for one
     "words-length-needs-gpus",
     "predicted-max-seq-len-exceeds-kv",

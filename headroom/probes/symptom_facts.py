@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from headroom.probes.symptom_counts import gpu_counts, one_gpu_in_use, several_gpus
 from headroom.probes.symptom_fixes import StatedFix, graph_capture_failed, stated_fixes
 from headroom.probes.symptom_fixes import length_blamed as blames_length
-from headroom.probes.symptom_length_need import length_wanted
+from headroom.probes.symptom_layout import length_wanted, placement_named
 from headroom.probes.symptom_output import (
     empty_output,
     fp16_unstable_name,
@@ -37,7 +37,6 @@ from headroom.probes.symptom_output import (
     structured_backend_named,
     structured_output_slow,
 )
-from headroom.probes.symptom_placement import placement_named
 from headroom.probes.symptom_setup import gpu_memory_gib, gpu_names, model_names
 from headroom.probes.symptom_text import WORDS_BUDGET as _WORDS_BUDGET
 from headroom.probes.symptom_usage import memory_taken as says_memory_taken
@@ -147,9 +146,9 @@ class WordFacts:
     fp16_unstable: bool = False
     structured_slow: bool = False  # structured (guided) output said to be slow
     structured_backend: str | None = None  # the one guided-decoding backend the words name
-    # the context length a sizing question asks for, 0 = the model's own (symptom_length_need)
+    # the context length a sizing question asks for, 0 = the model's own (symptom_layout)
     length_wanted: int | None = None
-    placement_named: bool = False  # HF's device_map / max_memory named (symptom_placement)
+    placement_named: bool = False  # HF's device_map / max_memory named (symptom_layout)
     text: str = ""  # the words read (first line that had any of the above)
     # The setup named (probes.symptom_setup), from any line of the words: candidate model
     # names, GPU names as written, one GPU's memory in GB.

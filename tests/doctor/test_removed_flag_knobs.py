@@ -1,5 +1,5 @@
 """A removed flag argparse refused, replaced by the engine arg vLLM named in its place
-(headroom/doctor/removed_flag_knobs.py, through rules_flags): --task becomes --runner by
+(headroom/doctor/release_flags.py, through rules_flags): --task becomes --runner by
 vllm/config/model.py's _RUNNER_TASKS (0.11.0-0.12.0). The refusal is vllm-project/vllm#35603's
 line; argparse's 'unrecognized arguments' wording is the catalog's."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from headroom.doctor import DoctorInputs, diagnose
-from headroom.doctor.removed_flag_knobs import replacement_action
+from headroom.doctor.release_flags import replacement_action
 
 
 def _top(log: str):

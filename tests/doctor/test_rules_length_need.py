@@ -1,4 +1,4 @@
-"""The words ask what GPUs a context length needs (headroom/doctor/rules_length_need.py): more
+"""The words ask what GPUs a context length needs (headroom/doctor/rules_words_sizing.py): more
 GPUs (step 1), never the shorter length. Texts are public threads' (named beside each)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""headroom/doctor/rules_nvfp4_moe.py: FlashInfer's CUTLASS grouped GEMM failing on SM12x gets
+"""headroom/doctor/rules_sm12x.py: FlashInfer's CUTLASS grouped GEMM failing on SM12x gets
 the NVFP4 MoE on Marlin, by the switch the release has; silent off SM12x.
 
 The texts are the field's: the forum post's container log (NVIDIA developer forum 365119, the

@@ -1,4 +1,4 @@
-"""Hugging Face's device_map / max_memory named for vLLM (headroom/doctor/rules_placement_words.py):
+"""Hugging Face's device_map / max_memory named for vLLM (headroom/doctor/rules_words_sizing.py):
 TP (and PP where the GPU count does not divide the heads) splits the model instead, step 1.
 Texts are public threads' titles, named beside each."""
 

@@ -1,4 +1,4 @@
-"""A quantized version asked for in words (headroom/doctor/rules_quant_wish.py): step 1's
+"""A quantized version asked for in words (headroom/doctor/rules_words_parallel.py): step 1's
 quantization, never when the model or the command is quantized already or beside an error
 line. Texts are public threads' (named beside each)."""
 

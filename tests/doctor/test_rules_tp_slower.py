@@ -1,4 +1,4 @@
-"""More GPUs said to be slower (headroom/doctor/rules_tp_slower.py): TP halved when the
+"""More GPUs said to be slower (headroom/doctor/rules_words_parallel.py): TP halved when the
 weights fit it, silent when TP holds the weights, with no size, or with TP 1. Titles are
 public threads' (named beside each)."""
 

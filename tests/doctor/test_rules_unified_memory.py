@@ -1,4 +1,4 @@
-"""headroom/doctor/rules_unified_memory.py: an OOM the words lay on the page cache, on a
+"""headroom/doctor/rules_sm12x.py: an OOM the words lay on the page cache, on a
 unified-memory GPU, is named with no engine knob (and ranks above the generic OOM's advice).
 
 The sentence is the DGX Spark postmortem's own (blog sovgrid, "Five DGX Spark Disasters", the

@@ -1,4 +1,4 @@
-"""Words that ask what hardware a context length needs (headroom/probes/symptom_length_need.py).
+"""Words that ask what hardware a context length needs (headroom/probes/symptom_layout.py).
 Texts are issue titles and sentences of public threads, named beside each; untrusted text
 never raises."""
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headroom.probes.symptom_facts import facts_of_text
-from headroom.probes.symptom_length_need import length_wanted
+from headroom.probes.symptom_layout import length_wanted
 
 
 @pytest.mark.parametrize(

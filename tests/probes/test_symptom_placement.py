@@ -1,4 +1,4 @@
-"""Hugging Face's placement options named for vLLM (headroom/probes/symptom_placement.py).
+"""Hugging Face's placement options named for vLLM (headroom/probes/symptom_layout.py).
 Texts are issue titles of public threads, named beside each; untrusted text never raises."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headroom.probes.symptom_facts import facts_of_text
-from headroom.probes.symptom_placement import placement_named
+from headroom.probes.symptom_layout import placement_named
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Words that ask for a quantized version of a model (headroom/probes/symptom_quant_wish.py).
+"""Words that ask for a quantized version of a model (headroom/probes/symptom_layout.py).
 Texts are public threads' (named beside each); a failure with a quantized model, a statement
 that one is used, a KV-cache dtype and a negation are not it; untrusted text never raises."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headroom.probes.symptom_quant_wish import quantized_wanted
+from headroom.probes.symptom_layout import quantized_wanted
 
 
 @pytest.mark.parametrize(

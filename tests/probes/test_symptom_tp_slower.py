@@ -1,4 +1,4 @@
-"""Words that say more GPUs (a larger TP) made vLLM slower (headroom/probes/symptom_tp_slower.py).
+"""Words that say more GPUs (a larger TP) made vLLM slower (headroom/probes/symptom_layout.py).
 Texts are public threads' titles and sentences (named beside each); a slow load or start, an
 OOM, a hang and a negation are not it; untrusted text never raises."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headroom.probes.symptom_tp_slower import tp_slower
+from headroom.probes.symptom_layout import tp_slower
 
 
 @pytest.mark.parametrize(

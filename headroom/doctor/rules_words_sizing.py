@@ -1,25 +1,48 @@
-"""The words ask what GPUs a context length needs (step 1): the length is the requirement.
+"""The words ask what GPUs a model needs: the answer is a layout (more TP or PP), not a smaller
+request.
+
+Length need. The words ask what GPUs a context length needs (step 1): the length is the requirement.
 
 "请问一下需要多少显存才能跑支持max_model_len为1M的大模型" (zai-org/GLM-4#149, answered: 8 H100),
 "开启1M上下文，至少需要多少显存" (MiniMax-AI/MiniMax-M1#2, answered: 8x141 GB), "the minimum VRAM
-needed to use entire context length" (vllm-project/vllm#8188): probes.symptom_length_need
+needed to use entire context length" (vllm-project/vllm#8188): probes.symptom_layout
 reads the length. A shorter max_model_len, the answer to a KV shortage nobody asked a length
 for, is no answer here; step 1 is: the lowest TP (x PP) whose GPUs hold the weights and one
 request of that length, searched with the memory model on up to 8 GPUs of the kind given
 (the person asks how many; the given count is what fails). Without the model's shape or the
 GPUs' size, TP is raised without a value and the evidence says which one is missing.
+
+Placement words. Hugging Face's layer placement named for vLLM (step 1): device_map / max_memory
+do not
+exist in vLLM, which splits a model over GPUs with tensor_parallel_size, or
+pipeline_parallel_size where the GPU count does not divide the heads (probes.symptom_layout
+names the threads: vllm#196, #1752, #6601, ms-swift#3363).
+
+Only while the TP in force is 1 or not known (a TP above 1 already splits the model), never
+beside a failure the log records (its own rules answer it). With the GPU count and the model
+known, TP is the largest count of those GPUs that divides the heads and PP takes the rest
+(vllm#6601: three 4090s, PP 3); else TP is raised without a value.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.findings import Action, Finding, compact_actions
 
+__all__ = []
+
+
+# --- length need ----------------------------------------------------------------------------------
+
 _WHY = "the weights and one request of the length asked for must fit the GPUs' KV cache"
+
 _COST = "more GPUs, and an all-reduce on every layer: fast over NVLink, slow over PCIe"
+
 _SEARCH_GPUS = 8  # one node of the kind given: the question is how many
+
 _ALLOW = frozenset({"tensor_parallel_size", "pipeline_parallel_size"})
 
 
@@ -85,4 +108,42 @@ def length_needs_gpus(ctx) -> list[Finding]:
                     tuple(evidence), compact_actions(acts))]  # fmt: skip
 
 
-RULES = (length_needs_gpus,)
+# --- placement words ------------------------------------------------------------------------------
+
+_PLACEMENT_WORDS_WHY = (
+    "vLLM has no device_map or max_memory: it splits a model over GPUs with TP (or PP)"
+)
+
+_PLACEMENT_WORDS_COST = "an all-reduce on every layer: fast over NVLink, slow over PCIe"
+
+
+def placement_named(ctx) -> list[Finding]:
+    words = getattr(ctx, "words", None)
+    if words is None or not words.placement_named:
+        return []
+    if ctx.known("tensor_parallel_size") and ctx.knobs.tp > 1:
+        return []
+    evidence = [words.text[:400], "no vLLM release has a device_map or max_memory engine arg "
+                "(arg_utils.py); Hugging Face Accelerate's placement does not reach vLLM"]  # fmt: skip
+    gpus = ctx.gpu_count or words.gpus_at_hand
+    acts: list[Action | None] = []
+    if gpus and gpus > 1 and ctx.model is not None:
+        tp = max(t for t in A.valid_tps(ctx.model, gpus) if gpus % t == 0)
+        if tp > 1:
+            acts.append(Action("tensor_parallel_size", "raise", tp, f"{_PLACEMENT_WORDS_WHY}: TP {tp} over "
+                               f"{tp} of the {gpus} GPUs", _PLACEMENT_WORDS_COST, step=1))  # fmt: skip
+        if gpus // tp > 1:
+            acts.append(A.raise_pp(ctx, gpus // tp, f"{_PLACEMENT_WORDS_WHY}: PP {gpus // tp} takes the GPUs "
+                                   "whose count does not divide the heads"))  # fmt: skip
+    if not [a for a in acts if a is not None]:
+        acts = [Action("tensor_parallel_size", "raise", gpus if gpus and gpus > 1 else None,
+                       f"{_PLACEMENT_WORDS_WHY}: TP over the GPUs at hand", _PLACEMENT_WORDS_COST, step=1)]  # fmt: skip
+    return [Finding("words-hf-placement", 1, "warning",
+                    "device_map / max_memory are Hugging Face's: vLLM splits with TP",
+                    tuple(evidence), compact_actions(acts))]  # fmt: skip
+
+
+RULES = (
+    length_needs_gpus,
+    placement_named,
+)
