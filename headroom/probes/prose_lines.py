@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["rejoined_prose"]
+__all__ = ["rejoined_prose", "sentences"]
 
 _MAX_LINES = 400
 _MAX_JOINED = 2000  # a sentence is never this long; a paragraph past it starts anew
@@ -63,3 +63,16 @@ def rejoined_prose(lines: object) -> list[str]:
         return out
     except Exception:  # a reader of untrusted text must not stop the doctor
         return []
+
+
+# Where a person's sentence ends: ; ! ? (and their full-width forms), a line break, or a full
+# stop before a space or the end (not the dot of "0.8.5" or "config.json").
+_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
+
+
+def sentences(text: str, max_chars: int | None = None) -> list[str]:
+    """The text's sentences (the first `max_chars` characters when given), empty ones left
+    out: what every words reader matches one at a time, so a cue and a negation are read in
+    the same sentence and never across two."""
+    head = text if max_chars is None else text[:max_chars]
+    return [s for s in _SENTENCE_END.split(head) if s and s.strip()]

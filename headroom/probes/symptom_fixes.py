@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from headroom.probes.prose_lines import sentences
+
 __all__ = ["StatedFix", "graph_capture_failed", "length_blamed", "stated_fixes"]
 
 # ASCII word classes: a Chinese character beside an English word ("报错OOM", "会OOM",
@@ -105,11 +107,10 @@ _NOT_A_REPORT = re.compile(
 )
 # A sentence ends at ;!? (and their Chinese forms), a line break, or a full stop before a
 # space: "0.8", "verify-stress.sh" and "Qwen2.5" stay whole.
-_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
 
 
 def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END.split(text) if s and s.strip()]
+    return sentences(text)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from headroom.probes.prose_lines import sentences
+
 __all__ = ["memory_grows"]
 
 _IA = re.IGNORECASE | re.ASCII
@@ -43,7 +45,6 @@ _NOT_REPORTED = re.compile(
     r"without|whether|is\s+there|are\s+there|any)\b[^.;!?]{0,30}$|(?:修复|解决|避免|是否|没有|无)[^。；！？]{0,8}$",
     _IA,
 )
-_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
 
 
 def memory_grows(text: object) -> bool:
@@ -52,7 +53,7 @@ def memory_grows(text: object) -> bool:
     if not isinstance(text, str) or not text.strip():
         return False
     try:
-        for sentence in _SENTENCE_END.split(text[:_MAX_CHARS]):
+        for sentence in sentences(text, _MAX_CHARS):
             if not sentence:
                 continue
             for match in _SAID.finditer(sentence):

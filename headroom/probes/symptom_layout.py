@@ -59,6 +59,8 @@ from __future__ import annotations
 
 import re
 
+from headroom.probes.prose_lines import sentences
+
 __all__ = ["length_wanted", "placement_named", "quantized_wanted", "tp_slower"]
 
 
@@ -119,8 +121,6 @@ _NOT_ASK = re.compile(
 
 _NEGATED = re.compile(r"\b(?:not|n't|never|no)\s+(?:\w+\s+){0,2}$", _IA)
 
-_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
-
 
 def quantized_wanted(text: object) -> bool:
     """Whether a sentence of the text asks for a quantized version (module doc). Never
@@ -128,7 +128,7 @@ def quantized_wanted(text: object) -> bool:
     if not isinstance(text, str) or not text.strip():
         return False
     try:
-        for sentence in _SENTENCE_END.split(text[:_MAX_CHARS]):
+        for sentence in sentences(text, _MAX_CHARS):
             if not sentence or _NOT_ASK.search(sentence):
                 continue
             for match in _SAID.finditer(sentence):
@@ -174,7 +174,7 @@ def tp_slower(text: object) -> bool:
     if not isinstance(text, str) or not text.strip():
         return False
     try:
-        for sentence in _SENTENCE_END.split(text[:_MAX_CHARS]):
+        for sentence in sentences(text, _MAX_CHARS):
             if not sentence or _OTHER.search(sentence) or _NOT_SLOWER.search(sentence):
                 continue
             for match in _TP_SLOWER_SAID.finditer(sentence):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 
+from headroom.probes.prose_lines import sentences
 from headroom.probes.symptom_throughput import throughput_limited
 
 __all__ = ["decoding_slow", "eager_removal_named"]
@@ -104,13 +105,12 @@ _NEGATED = re.compile(
 _ASKED = re.compile(r"[?？]\s*$")
 _COMPLAINT = re.compile(r"^\W*(?:and\s+|but\s+)?(?:why|how\s+come)\b|为什么|为啥", _IA)
 _WITHOUT_EAGER = re.compile(r"\bwithout\s+(?:the\s+|`)?" + _EAGER, _IA)
-_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
 
 
 def _sentences(text: object) -> list[str]:
     if not isinstance(text, str) or not text.strip():
         return []
-    return [s for s in _SENTENCE_END.split(text[:_MAX_CHARS]) if s and s.strip()]
+    return sentences(text, _MAX_CHARS)
 
 
 def _asked(sentence: str) -> bool:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from headroom.probes.prose_lines import sentences
+
 __all__ = ["throughput_limited"]
 
 _IA = re.IGNORECASE | re.ASCII
@@ -63,7 +65,6 @@ _MEMORY_SHARE = re.compile(r"gpu[\s_-]*memory[\s_-]*utili[sz]ation", _IA)
 _NEGATED = re.compile(
     r"\b(?:not|n't|never|no|without)\s+(?:\w+\s+){0,2}$|(?:不|没有|没|并未)$", _IA
 )
-_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
 
 
 def throughput_limited(text: object) -> bool:
@@ -72,7 +73,7 @@ def throughput_limited(text: object) -> bool:
     if not isinstance(text, str) or not text.strip():
         return False
     try:
-        for sentence in _SENTENCE_END.split(text[:_MAX_CHARS]):
+        for sentence in sentences(text, _MAX_CHARS):
             if not sentence:
                 continue
             for match in _SAID.finditer(sentence):

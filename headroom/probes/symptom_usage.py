@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from headroom.probes.prose_lines import sentences
 from headroom.probes.symptom_setup import GPU_NAME
 
 __all__ = ["memory_taken"]
@@ -100,7 +101,6 @@ _NEGATED = re.compile(
     r"\b(?:not|n't|never|no|without|doesn't|does\s+not|won't)\b[^.;!?]*$|(?:不|没有|没)[^。；！？]{0,6}$",
     _IA,
 )
-_SENTENCE_END = re.compile(r"(?<=[;!?。；！？])|\n|\.(?=\s|$)")
 
 
 # Tags of vLLM's pull requests and feature requests: a change to vLLM's code, not a user's
@@ -120,7 +120,7 @@ def memory_taken(text: object) -> bool:
     try:
         if _DEV_TAG.match(text):
             return False
-        for sentence in _SENTENCE_END.split(text[:_MAX_CHARS]):
+        for sentence in sentences(text, _MAX_CHARS):
             if not sentence or _NOT_GPU.search(sentence):
                 continue
             for match in _TAKEN.finditer(sentence):
