@@ -133,7 +133,7 @@ def long_context(ctx, event, phase: str, evidence: list[str]) -> Finding | None:
         acts.append(less)
     if assumed(ctx, length):
         # the length is vLLM's default for the model, not one the input says ran: a
-        # condition, ranked after the causes the input does say (steps._ID_ORDER)
+        # condition, ranked after the causes the input does say (rank_order.ID_ORDER)
         title = f"Out of GPU memory, if max_model_len was left at the model's {length.tokens:,}"
         fid = ASSUMED_ID
     else:
