@@ -18,8 +18,9 @@ is kept as it was, one entry per line. Never raises; at most _MAX_LINES lines ar
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-__all__ = ["rejoined_prose", "sentences"]
+__all__ = ["rejoined_prose", "said_unnegated", "sentences"]
 
 _MAX_LINES = 400
 _MAX_JOINED = 2000  # a sentence is never this long; a paragraph past it starts anew
@@ -76,3 +77,31 @@ def sentences(text: str, max_chars: int | None = None) -> list[str]:
     the same sentence and never across two."""
     head = text if max_chars is None else text[:max_chars]
     return [s for s in _SENTENCE_END.split(head) if s and s.strip()]
+
+
+def said_unnegated(
+    text: object,
+    said: re.Pattern[str],
+    negated: re.Pattern[str],
+    *,
+    max_chars: int,
+    skip: tuple[re.Pattern[str], ...] = (),
+    keep: Callable[[re.Match[str]], bool] | None = None,
+) -> bool:
+    """Whether a sentence of the text says `said` with no `negated` before it in the same
+    sentence: what every words reader asks. Sentences any `skip` pattern finds are not read;
+    `keep` may refuse a match by its own text. Never raises (the text is untrusted)."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    try:
+        for sentence in sentences(text, max_chars):
+            if any(pattern.search(sentence) for pattern in skip):
+                continue
+            for match in said.finditer(sentence):
+                if keep is not None and not keep(match):
+                    continue
+                if not negated.search(sentence[: match.start()]):
+                    return True
+        return False
+    except Exception:  # a reader of untrusted text must not stop the doctor
+        return False

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from headroom.probes.prose_lines import sentences
+from headroom.probes.prose_lines import said_unnegated
 
 __all__ = ["memory_grows"]
 
@@ -50,15 +50,4 @@ _NOT_REPORTED = re.compile(
 def memory_grows(text: object) -> bool:
     """Whether a sentence of the text reports memory growing while vLLM serves (module doc).
     Never raises."""
-    if not isinstance(text, str) or not text.strip():
-        return False
-    try:
-        for sentence in sentences(text, _MAX_CHARS):
-            if not sentence:
-                continue
-            for match in _SAID.finditer(sentence):
-                if not _NOT_REPORTED.search(sentence[: match.start()]):
-                    return True
-        return False
-    except Exception:  # a reader of untrusted text must not stop the doctor
-        return False
+    return said_unnegated(text, _SAID, _NOT_REPORTED, max_chars=_MAX_CHARS)

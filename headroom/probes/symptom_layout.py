@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import re
 
-from headroom.probes.prose_lines import sentences
+from headroom.probes.prose_lines import said_unnegated
 
 __all__ = ["length_wanted", "placement_named", "quantized_wanted", "tp_slower"]
 
@@ -125,18 +125,7 @@ _NEGATED = re.compile(r"\b(?:not|n't|never|no)\s+(?:\w+\s+){0,2}$", _IA)
 def quantized_wanted(text: object) -> bool:
     """Whether a sentence of the text asks for a quantized version (module doc). Never
     raises."""
-    if not isinstance(text, str) or not text.strip():
-        return False
-    try:
-        for sentence in sentences(text, _MAX_CHARS):
-            if not sentence or _NOT_ASK.search(sentence):
-                continue
-            for match in _SAID.finditer(sentence):
-                if not _NEGATED.search(sentence[: match.start()]):
-                    return True
-        return False
-    except Exception:  # a reader of untrusted text must not stop the doctor
-        return False
+    return said_unnegated(text, _SAID, _NEGATED, max_chars=_MAX_CHARS, skip=(_NOT_ASK,))
 
 
 # --- tp slower ------------------------------------------------------------------------------------
@@ -171,18 +160,9 @@ _NOT_SLOWER = re.compile(r"\b(?:not|n't|never|no)\s+(?:much\s+|any\s+)?slower\b"
 def tp_slower(text: object) -> bool:
     """Whether a sentence of the text says more GPUs (TP) made vLLM slower or no faster
     (module doc). Never raises."""
-    if not isinstance(text, str) or not text.strip():
-        return False
-    try:
-        for sentence in sentences(text, _MAX_CHARS):
-            if not sentence or _OTHER.search(sentence) or _NOT_SLOWER.search(sentence):
-                continue
-            for match in _TP_SLOWER_SAID.finditer(sentence):
-                if not _NEGATED.search(sentence[: match.start()]):
-                    return True
-        return False
-    except Exception:  # a reader of untrusted text must not stop the doctor
-        return False
+    return said_unnegated(
+        text, _TP_SLOWER_SAID, _NEGATED, max_chars=_MAX_CHARS, skip=(_OTHER, _NOT_SLOWER)
+    )
 
 
 # --- length need ----------------------------------------------------------------------------------

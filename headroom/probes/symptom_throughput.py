@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from headroom.probes.prose_lines import sentences
+from headroom.probes.prose_lines import said_unnegated
 
 __all__ = ["throughput_limited"]
 
@@ -70,18 +70,10 @@ _NEGATED = re.compile(
 def throughput_limited(text: object) -> bool:
     """Whether a sentence of the text says the server's throughput or concurrency is
     limited (module doc). Never raises."""
-    if not isinstance(text, str) or not text.strip():
-        return False
-    try:
-        for sentence in sentences(text, _MAX_CHARS):
-            if not sentence:
-                continue
-            for match in _SAID.finditer(sentence):
-                if _MEMORY_SHARE.search(match.group(0)):
-                    continue
-                if _NEGATED.search(sentence[: match.start()]):
-                    continue
-                return True
-        return False
-    except Exception:  # a reader of untrusted text must not stop the doctor
-        return False
+    return said_unnegated(
+        text,
+        _SAID,
+        _NEGATED,
+        max_chars=_MAX_CHARS,
+        keep=lambda match: not _MEMORY_SHARE.search(match.group(0)),
+    )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from headroom.probes.prose_lines import sentences
+from headroom.probes.prose_lines import said_unnegated
 from headroom.probes.symptom_setup import GPU_NAME
 
 __all__ = ["memory_taken"]
@@ -115,21 +115,15 @@ _DEV_TAG = re.compile(
 def memory_taken(text: object) -> bool:
     """Whether a sentence of the text says vLLM takes too much GPU memory (module doc).
     Never raises."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or _DEV_TAG.match(text):
         return False
-    try:
-        if _DEV_TAG.match(text):
-            return False
-        for sentence in sentences(text, _MAX_CHARS):
-            if not sentence or _NOT_GPU.search(sentence):
-                continue
-            for match in _TAKEN.finditer(sentence):
-                if not _NEGATED.search(sentence[: match.start()]):
-                    return True
-            if _GPU_MEMORY_NAMED.search(sentence):
-                for match in _ZH_SIZE_TAKEN.finditer(sentence):
-                    if not _NEGATED.search(sentence[: match.start()]):
-                        return True
-        return False
-    except Exception:  # a reader of untrusted text must not stop the doctor
-        return False
+    return said_unnegated(
+        text, _TAKEN, _NEGATED, max_chars=_MAX_CHARS, skip=(_NOT_GPU,)
+    ) or said_unnegated(
+        text,
+        _ZH_SIZE_TAKEN,
+        _NEGATED,
+        max_chars=_MAX_CHARS,
+        skip=(_NOT_GPU,),
+        keep=lambda match: bool(_GPU_MEMORY_NAMED.search(match.string)),  # in its sentence
+    )
