@@ -97,11 +97,14 @@ def test_the_scorer_can_fail():
     assert not bench.score(incident, 2, None).right_step
 
 
-def _incident(knob, direction, accept=()):
+def _incident(knob, direction, accept=(), step=4):
+    """A training incident with a title-only log ("OOM"), as summarize() needs one."""
     return {
         "id": "x",
         "split": "train",
-        "expected": {"step": 4, "knob": knob, "direction": direction, "accept": list(accept)},
+        "log": "OOM",
+        "source": {"title": "OOM"},
+        "expected": {"step": step, "knob": knob, "direction": direction, "accept": list(accept)},
     }
 
 
@@ -155,13 +158,7 @@ def test_a_thread_that_accepts_both_ways_is_contradicted_by_neither():
 def test_step_and_knob_counts_only_both_at_once():
     """The thread's knob under another step is right knob, not right step and knob."""
     bench = _bench()
-    incident = {
-        "id": "x",
-        "split": "train",
-        "log": "OOM",
-        "source": {"title": "OOM"},
-        "expected": {"step": 1, "knob": "tensor_parallel_size", "direction": "raise", "accept": []},
-    }
+    incident = _incident("tensor_parallel_size", "raise", step=1)
 
     def top(step):
         action = {"knob": "tensor_parallel_size", "direction": "raise"}
@@ -189,12 +186,6 @@ def test_every_incident_is_counted_once_by_what_the_thread_gave(outcomes):
 def test_a_split_that_was_not_run_prints_no_header():
     """`--split train` prints the training table alone, not an empty validation heading."""
     bench = _bench()
-    incident = {
-        "id": "x",
-        "split": "train",
-        "log": "OOM",
-        "source": {"title": "OOM"},
-        "expected": {"step": None, "knob": None, "direction": None, "accept": []},
-    }
+    incident = _incident(None, None, step=None)
     text = bench.render(bench.summarize([bench.score(incident, 1, {"findings": []})]))
     assert text.startswith("train") and "validation" not in text
