@@ -22,9 +22,12 @@ from dataclasses import replace
 from headroom.doctor import actions as A
 from headroom.doctor.candidate_actions import fix_actions
 from headroom.doctor.candidates import is_quantized
+from headroom.doctor.estimate_error import KV_ESTIMATE_ERROR_GIB, KV_ESTIMATE_ERROR_REL
 from headroom.doctor.findings import Action, Finding, compact_actions
 from headroom.doctor.gpu_spec import parse_gpu_spec
 from headroom.doctor.known_knobs import gpus_in_all
+from headroom.doctor.memory_model import account
+from headroom.doctor.model_bytes import GIB
 from headroom.doctor.oom_sizes import gpus_at_hand
 from headroom.doctor.rules_preflight import lowest_holding_tp, no_tp_holds, sizing, tp_allowed
 
@@ -137,7 +140,51 @@ def _oom_gpu(ctx):
     return parse_gpu_spec(f"{count}xGPU:{total:.2f}"), visible is not None
 
 
-def weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Finding:
+def no_kv_room(ctx) -> str | None:
+    """Why the memory account (weights + activation peak + overhead + KV vs GPU memory x
+    utilization, memory_model) leaves no KV cache for one max_model_len request even at the
+    utilization in force, or None. Then a lower utilization cannot be a CUDA OOM's fix: past
+    this OOM vLLM would stop at its own KV-cache error, and further down only sooner. The GPU
+    is the described one, else one of the size the OOM message names; needs the shape."""
+    gpu = ctx.gpu or _oom_gpu(ctx)[0]
+    if ctx.model is None or gpu is None or ctx.knobs.kv_cache_memory_bytes:
+        return None
+    if ctx.model.sliding_window:
+        # memory_model counts every layer's K/V per token; vLLM's hybrid KV manager keeps
+        # only a window for sliding-window layers (gpt-oss, Gemma 2/3): one request's need
+        # would be overstated, and the test could say "no room" where there is room
+        return None
+    try:
+        acc = account(ctx.model, gpu, ctx.knobs, ctx.version)
+    except (ArithmeticError, AttributeError, TypeError, ValueError):
+        return None
+    if not _short_of_one_request(acc):
+        return None
+    return (
+        f"at gpu_memory_utilization {acc.utilization:g} vLLM's budget is {acc.budget_gib:.2f} "
+        f"GiB per GPU: {acc.weights_gib:.2f} GiB of weights, {acc.activation_gib:.2f} GiB of "
+        f"activations and {acc.overhead_gib:.2f} GiB of overhead leave "
+        f"{max(acc.kv_cache_gib, 0.0):.2f} GiB of KV cache, less than one "
+        f"{acc.max_model_len:,}-token request: a lower utilization leaves less"
+    )
+
+
+def _short_of_one_request(acc) -> bool:
+    """The KV cache holds fewer than max_model_len tokens by more than the estimate's
+    measured error (estimate_error: 10 % of the KV memory, at least 0.25 GiB): near the
+    edge the account cannot say, and the table's order stands."""
+    error_gib = max(acc.kv_cache_gib * KV_ESTIMATE_ERROR_REL, KV_ESTIMATE_ERROR_GIB)
+    error_tokens = int(error_gib * GIB // max(acc.kv_bytes_per_token, 1))
+    return acc.kv_cache_gib <= 0 or acc.usable_tokens + error_tokens < acc.max_model_len
+
+
+def weights_finding(
+    ctx,
+    evidence: list[str],
+    weights_alone: str | None,
+    title: str = "Out of GPU memory while loading the weights",
+    why: str = WHY,
+) -> Finding:
     """The weights do not fit: the lowest TP (x PP) that holds them and one request, searched
     against the memory model; a quantized checkpoint after it, and never for a checkpoint
     that already is quantized."""
@@ -164,7 +211,7 @@ def weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Find
     acts: list[Action] = []
     if ctx.model is not None and gpu is not None:
         view = GpuView(ctx, gpu)
-        acts, checked = fix_actions(view, WHY, allow=allow, step=1)
+        acts, checked = fix_actions(view, why, allow=allow, step=1)
         evidence += checked
         if acts and not known:
             evidence.append(
@@ -203,7 +250,7 @@ def weights_finding(ctx, evidence: list[str], weights_alone: str | None) -> Find
         "cuda-oom-weights",
         1,
         "error",
-        "Out of GPU memory while loading the weights",
+        title,
         tuple(evidence),
         compact_actions(acts),
     )

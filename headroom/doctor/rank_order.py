@@ -45,6 +45,9 @@ ID_ORDER = (
     # the failed allocation has the size of one knob's tensor (oom_allocation): that knob
     # before a release default that only might have sized the profile
     "cuda-oom-allocation",
+    # a bare OOM whose memory account leaves no KV cache for one request (rules_oom): after
+    # the allocation that says where it was
+    "cuda-oom-no-kv-room",
     # a default the user never set sized the start-up profile: before the generic KV / OOM
     # answers, after every cause those rules find on their own (weights, other processes)
     # an OOM the sizes tie to a long max_model_len (rules_long_context) says by how much; the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
@@ -18,7 +19,7 @@ from headroom.doctor.oom_capture import CAPTURE_CLOSES, capture_open_at_oom
 from headroom.doctor.oom_lengths import length_in_force
 from headroom.doctor.oom_numbers import foreign_gib, own_memory, parse_oom, too_little_left
 from headroom.doctor.oom_sizes import idle_gpus
-from headroom.doctor.oom_weights import weights_do_not_fit, weights_finding
+from headroom.doctor.oom_weights import no_kv_room, weights_do_not_fit, weights_finding
 from headroom.doctor.release_defaults import V0_MAX_NUM_SEQS
 from headroom.doctor.rules_long_context import long_context
 from headroom.doctor.versions import is_v1, parse_version
@@ -296,6 +297,17 @@ def cuda_oom(ctx) -> list[Finding]:
         ]
         title = "Out of GPU memory at the activation peak (a whole max_model_len prefill)"
     elif phase == "unknown":
+        # Nothing places the OOM: the memory account decides. When not even the current
+        # utilization leaves a KV cache for one request, a lower one is no fix: step 1
+        # (TP, quantization, a shorter context, searched) answers, never the utilization.
+        no_room = no_kv_room(ctx)
+        if no_room is not None:
+            title = "Out of GPU memory: the weights and activations leave no room for a KV cache"
+            why = "the weights and activations leave no KV cache for one request"
+            found = weights_finding(ctx, [*evidence, no_room], None, title, why)
+            # its own id: a failed allocation the sizes tie to one knob (oom_allocation)
+            # says where the OOM was and ranks before it (rank_order)
+            return [replace(found, id="cuda-oom-no-kv-room")]
         acts = [
             A.lower_kv_memory(ctx, None, "more room outside vLLM's budget for what ran out"),
             A.enforce_eager("no CUDA-graph pools (graph capture needs memory of its own)"),
