@@ -146,7 +146,7 @@ def no_kv_room(ctx) -> str | None:
     utilization in force, or None. Then a lower utilization cannot be a CUDA OOM's fix: past
     this OOM vLLM would stop at its own KV-cache error, and further down only sooner. The GPU
     is the described one, else one of the size the OOM message names; needs the shape."""
-    gpu = ctx.gpu or _oom_gpu(ctx)[0]
+    gpu, _known = _oom_gpu(ctx)
     if ctx.model is None or gpu is None or ctx.knobs.kv_cache_memory_bytes:
         return None
     if ctx.model.sliding_window:
@@ -184,10 +184,12 @@ def weights_finding(
     weights_alone: str | None,
     title: str = "Out of GPU memory while loading the weights",
     why: str = WHY,
+    finding_id: str = "cuda-oom-weights",
 ) -> Finding:
     """The weights do not fit: the lowest TP (x PP) that holds them and one request, searched
     against the memory model; a quantized checkpoint after it, and never for a checkpoint
-    that already is quantized."""
+    that already is quantized. no_kv_room's finding is the same search under its own title,
+    reason and id."""
     evidence = list(evidence)
     acc = ctx.account
     if weights_alone:
@@ -247,7 +249,7 @@ def weights_finding(
                 )
             )
     return Finding(
-        "cuda-oom-weights",
+        finding_id,
         1,
         "error",
         title,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 
 from headroom.doctor import actions as A
 from headroom.doctor.findings import Action, Finding, compact_actions
@@ -298,16 +297,20 @@ def cuda_oom(ctx) -> list[Finding]:
         title = "Out of GPU memory at the activation peak (a whole max_model_len prefill)"
     elif phase == "unknown":
         # Nothing places the OOM: the memory account decides. When not even the current
-        # utilization leaves a KV cache for one request, a lower one is no fix: step 1
-        # (TP, quantization, a shorter context, searched) answers, never the utilization.
+        # utilization leaves a KV cache for one request, a lower one is no fix: step 1's
+        # search (TP, quantization, a shorter context) answers, never the utilization; the
+        # finding's step is its first action's (a shorter context is step 4's knob).
         no_room = no_kv_room(ctx)
         if no_room is not None:
             title = "Out of GPU memory: the weights and activations leave no room for a KV cache"
             why = "the weights and activations leave no KV cache for one request"
-            found = weights_finding(ctx, [*evidence, no_room], None, title, why)
             # its own id: a failed allocation the sizes tie to one knob (oom_allocation)
             # says where the OOM was and ranks before it (rank_order)
-            return [replace(found, id="cuda-oom-no-kv-room")]
+            return [
+                weights_finding(
+                    ctx, [*evidence, no_room], None, title, why, finding_id="cuda-oom-no-kv-room"
+                )
+            ]
         acts = [
             A.lower_kv_memory(ctx, None, "more room outside vLLM's budget for what ran out"),
             A.enforce_eager("no CUDA-graph pools (graph capture needs memory of its own)"),

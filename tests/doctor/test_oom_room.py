@@ -1,5 +1,5 @@
 """A CUDA OOM that nothing places, decided by the memory account (oom_weights.
-lowering_leaves_no_room): weights + activation peak + overhead + one max_model_len
+no_kv_room): weights + activation peak + overhead + one max_model_len
 request's KV against GPU memory x utilization. The OOM text is PyTorch's own message with a
 24 GB RTX 3090's numbers, as a train incident pasted it (noonghunna/club-3090#58: "GPU 0 has
 a total capacity of 23.56 GiB of which 56.88 MiB is free"); the model is Llama-3.1-8B from
@@ -72,7 +72,7 @@ def test_room_at_the_current_utilization_keeps_the_oom_finding():
 def test_a_sliding_window_model_is_not_ruled_by_the_account():
     """gpt-oss-120b: the account counts every layer's KV, vLLM keeps a 128-token window for
     half of them; one request's need would be overstated, so the table's order stands
-    (SAMPLER_LINE-like numbers of an 80 GiB H100)."""
+    (the same OOM text with an 80 GiB H100's capacity)."""
     oom = OOM_3090.replace("23.56 GiB", "79.11 GiB")
     d = diagnose(
         DoctorInputs(log=oom, command=parse_command(["vllm", "serve", "openai/gpt-oss-120b"]))
