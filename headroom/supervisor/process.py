@@ -30,6 +30,19 @@ class LaunchError(RuntimeError):
     """The process could not be started at all (binary missing, not executable...)."""
 
 
+def _sigint_ignored() -> bool:
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def _sigint_back_to_default() -> None:
+    """In the child, before exec. A Headroom started in the background by a script (`cmd &`
+    without job control, some service managers) inherits SIGINT ignored, and so would vLLM:
+    our graceful stop (SIGINT) would be lost and every stop escalate to SIGTERM. Handlers
+    reset at exec but an ignored signal stays ignored, so only that case needs this; it is
+    set only then because a preexec_fn costs subprocess its fast vfork path."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @dataclass(frozen=True)
 class StopReport:
     """How a stop went: the signals that were needed and anything that had to be killed."""
@@ -72,6 +85,7 @@ class ManagedProcess:
                     cwd=cwd,
                     start_new_session=True,  # own session and process group
                     close_fds=True,
+                    preexec_fn=_sigint_back_to_default if _sigint_ignored() else None,
                 )
             except FileNotFoundError as exc:
                 raise LaunchError(

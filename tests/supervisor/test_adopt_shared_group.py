@@ -15,7 +15,9 @@ from headroom.supervisor.adopt import group_is_the_servers, group_to_stop
 from headroom.supervisor.process import ManagedProcess, process_create_time
 
 SCRIPT = """
-import subprocess, sys, time
+import signal, subprocess, sys, time
+# Servers a script starts take SIGINT (a test run in the background may inherit it ignored).
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
 print(" ".join(str(k.pid) for k in kids), flush=True)
 time.sleep(60)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -29,6 +31,28 @@ async def test_child_has_its_own_group_and_writes_to_the_log(tmp_path):
     assert report.signals == ("SIGINT",)
     assert not proc.alive()
     assert not psutil.pid_exists(proc.pid) or psutil.Process(proc.pid).status() == "zombie"
+
+
+def _ignored_signals(pid: int) -> int:
+    line = next(
+        x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:")
+    )
+    return int(line.split()[1], 16)
+
+
+async def test_a_headroom_that_ignores_sigint_still_stops_vllm_with_sigint(tmp_path):
+    # Started in the background by a script, Headroom inherits SIGINT ignored; vLLM must not.
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = _spawn(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, saved)
+    try:
+        await wait_for(lambda: "Starting vLLM server" in (tmp_path / "run.log").read_text())
+        assert not _ignored_signals(proc.pid) & (1 << (signal.SIGINT - 1))
+    finally:
+        report = await proc.stop(grace_int_s=5, grace_term_s=5)
+    assert report.signals == ("SIGINT",)
 
 
 async def test_stop_escalates_and_leaves_no_orphans(tmp_path):
